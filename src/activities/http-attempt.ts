@@ -1,0 +1,84 @@
+import http from 'node:http';
+import https from 'node:https';
+import { ATTEMPT_TIMEOUT_MS, parseRetryAfter, type AttemptErrorClass, type AttemptResult } from '../webhooks/schedule';
+import { assertPublicDestination, BlockedDestinationError, guardedLookup } from '../webhooks/url-guard';
+
+const RESPONSE_BODY_KEPT = 1024;
+/** Past this a response body is not drained for connection reuse; the socket is dropped. */
+const RESPONSE_BODY_DRAINED = 64 * 1024;
+
+export interface HttpAttempt {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface HttpAttemptOptions {
+  allowPrivateTargets: boolean;
+  timeoutMs?: number;
+  agents: { http: http.Agent; https: https.Agent };
+}
+
+export function createAgents(): HttpAttemptOptions['agents'] {
+  return { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
+}
+
+/**
+ * One POST of a webhook: no redirects followed, a hard deadline over the whole exchange,
+ * the first 1 KiB of the answer kept. Never throws: every ending is an AttemptResult.
+ */
+export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions): Promise<AttemptResult> {
+  const started = Date.now();
+  const base = { startedAt: new Date(started).toISOString(), url: attempt.url };
+  const ended = (fields: Partial<AttemptResult>): AttemptResult => ({ ...base, durationMs: Date.now() - started, ...fields });
+  let url: URL;
+  try {
+    url = await assertPublicDestination(attempt.url, options.allowPrivateTargets);
+  } catch (err) {
+    return ended({ error: 'blocked_destination', errorMessage: (err as Error).message });
+  }
+  return new Promise<AttemptResult>((resolve) => {
+    const client = url.protocol === 'https:' ? https : http;
+    const request = client.request(url, {
+      method: 'POST',
+      headers: { ...attempt.headers, 'Content-Length': Buffer.byteLength(attempt.body).toString() },
+      agent: url.protocol === 'https:' ? options.agents.https : options.agents.http,
+      lookup: guardedLookup(options.allowPrivateTargets),
+    });
+    const deadline = setTimeout(() => request.destroy(Object.assign(new Error('no response within the attempt timeout'), { code: 'ETIMEDOUT' })), options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+    const settle = (result: AttemptResult) => {
+      clearTimeout(deadline);
+      resolve(result);
+    };
+    request.on('error', (err: NodeJS.ErrnoException) => settle(ended({ error: classifyError(err), errorMessage: err.message })));
+    request.on('response', (response) => {
+      const kept: Buffer[] = [];
+      let size = 0;
+      response.on('data', (chunk: Buffer) => {
+        if (size < RESPONSE_BODY_KEPT) kept.push(chunk.subarray(0, RESPONSE_BODY_KEPT - size));
+        size += chunk.length;
+        if (size > RESPONSE_BODY_DRAINED) response.destroy();
+      });
+      const done = () => {
+        const statusCode = response.statusCode ?? 0;
+        const retryAfter = statusCode === 429 || statusCode === 503 ? parseRetryAfter(response.headers['retry-after'], Date.now()) : undefined;
+        settle(ended({ statusCode, responseBody: Buffer.concat(kept).toString('utf8'), retryAfterMs: retryAfter }));
+      };
+      response.on('end', done);
+      response.on('close', done);
+      response.on('error', () => done());
+    });
+    request.end(attempt.body);
+  });
+}
+
+function classifyError(err: NodeJS.ErrnoException): AttemptErrorClass {
+  if (err instanceof BlockedDestinationError) return 'blocked_destination';
+  const code = err.code ?? '';
+  if (code === 'ETIMEDOUT') return 'timeout';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || err.message === 'socket hang up') return 'connection_reset';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns_failure';
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return 'tls_failure';
+  return 'network_error';
+}

@@ -1,0 +1,56 @@
+import type { Client } from '@temporalio/client';
+import type { Logger } from '../logger';
+import { deliveryTargetQuery, installationWorkflowId } from '../workflows/installation';
+import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
+import type { AttemptResult } from '../webhooks/schedule';
+import { createAgents, postOnce } from './http-attempt';
+import { PLATFORM_VERSION } from '../version';
+
+export interface ActivityDependencies {
+  client: Client;
+  allowPrivateTargets: boolean;
+  logger: Logger;
+  attemptTimeoutMs?: number;
+}
+
+export interface AttemptInput {
+  deliveryId: string;
+  installationId: string;
+  eventType: string;
+  body: string;
+  attempt: number;
+}
+
+export type AttemptOutcome = AttemptResult | { skipReason: string };
+
+/** Activities get their dependencies from the worker, so tests hand in real or local ones. */
+export function createActivities(deps: ActivityDependencies) {
+  const agents = createAgents();
+  return {
+    /**
+     * One attempt: reads the installation now (a pause, a new URL or a rotated secret
+     * apply from the next attempt on), signs with a fresh timestamp, POSTs once.
+     */
+    async attemptDelivery(input: AttemptInput): Promise<AttemptOutcome> {
+      const target = await deps.client.workflow.getHandle(installationWorkflowId(input.installationId)).query(deliveryTargetQuery);
+      if (target.status === 'paused' || target.status === 'deleted') return { skipReason: `installation_${target.status}` };
+      if (!target.url || !target.events.includes(input.eventType)) return { skipReason: 'event_not_selected' };
+      const now = Date.now();
+      const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
+      const result = await postOnce(
+        {
+          url: target.url,
+          body: input.body,
+          headers: {
+            'Content-Type': 'application/json',
+            'User-Agent': `platform-webhooks/${PLATFORM_VERSION}`,
+            [SIGNATURE_HEADER]: signatureHeader(input.body, secrets, Math.floor(now / 1000)),
+          },
+        },
+        { allowPrivateTargets: deps.allowPrivateTargets, agents, timeoutMs: deps.attemptTimeoutMs },
+      );
+      deps.logger.info({ deliveryId: input.deliveryId, attempt: input.attempt, statusCode: result.statusCode, error: result.error, durationMs: result.durationMs }, 'delivery attempt');
+      return result;
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { koaBody } from 'koa-body';
+import type { Client } from '@temporalio/client';
+import { Authenticator } from './auth';
+import type { ApiDeps } from './deps';
+import { errorMiddleware } from './errors';
+import { RouteTable } from './route-table';
+import { codecCors, codecRoutes } from './routes/codec';
+import { deliveryRoutes } from './routes/deliveries';
+import { eventRoutes } from './routes/events';
+import { installationRoutes } from './routes/installations';
+import { systemRoutes } from './routes/system';
+import { tenancyRoutes } from './routes/tenancy';
+import { DIRECTORY_WORKFLOW_ID, directoryWorkflow } from '../workflows/directory';
+
+export const MAX_BODY = '1mb';
+
+/** Mounts every resource's routes in one place, behind one error middleware. */
+export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
+  const routes = new RouteTable(new Authenticator(deps.client, deps.adminToken));
+  for (const mount of [systemRoutes, tenancyRoutes, installationRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
+
+  const app = new Koa({ proxy: false });
+  app.use(errorMiddleware(deps.logger));
+  app.use(async (ctx, next) => {
+    const started = Date.now();
+    await next();
+    deps.logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Date.now() - started }, 'request');
+  });
+  app.use(codecCors(deps.codecCorsOrigins));
+  app.use(koaBody({ jsonLimit: MAX_BODY, formLimit: MAX_BODY, textLimit: MAX_BODY, onError: (err) => Promise.reject(err) }));
+  app.use(routes.router.routes());
+  app.use(routes.router.allowedMethods());
+  return { app, routes };
+}
+
+/** The directory must exist before the first request; starting it is idempotent across API processes. */
+export async function ensureDirectory(client: Client, taskQueue: string): Promise<void> {
+  await client.workflow.start(directoryWorkflow, {
+    workflowId: DIRECTORY_WORKFLOW_ID,
+    taskQueue,
+    args: [],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+}
+
+export interface RunningApi {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export async function startApi(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<RunningApi> {
+  await ensureDirectory(deps.client, deps.taskQueue);
+  const { app } = createApp(deps);
+  const server = app.listen(port, host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const { port: bound } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${bound}`,
+    server,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}

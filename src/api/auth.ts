@@ -1,0 +1,63 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { ApiError, notFound } from './errors';
+import { DIRECTORY_WORKFLOW_ID, principalQuery } from '../workflows/directory';
+
+export type Caller = { kind: 'admin' } | { kind: 'member'; userId: string; orgs: string[] };
+
+export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+export const newUserToken = (): string => `ptk_${randomBytes(32).toString('base64url')}`;
+
+const unauthorized = () => new ApiError(401, 'unauthorized', 'missing or invalid bearer token');
+
+function sameSecret(a: string, b: string): boolean {
+  const left = createHash('sha256').update(a).digest();
+  const right = createHash('sha256').update(b).digest();
+  return timingSafeEqual(left, right);
+}
+
+/**
+ * Resolves bearer tokens: the admin token by constant-time comparison, user tokens by their
+ * hash in the directory workflow. Lookups are cached briefly so that a request costs no
+ * Temporal round trip; two API processes agree within that TTL.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, { caller: Caller | null; until: number }>();
+
+  constructor(
+    private readonly client: Client,
+    private readonly adminToken: string,
+    private readonly ttlMs = 5_000,
+  ) {}
+
+  async resolve(authorization: string | undefined): Promise<Caller> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) throw unauthorized();
+    const token = match[1]!;
+    if (sameSecret(token, this.adminToken)) return { kind: 'admin' };
+    const hash = hashToken(token);
+    const now = Date.now();
+    let entry = this.cache.get(hash);
+    if (!entry || entry.until < now) {
+      const principal = await this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(principalQuery, hash);
+      entry = { caller: principal ? { kind: 'member', ...principal } : null, until: now + this.ttlMs };
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(hash, entry);
+    }
+    if (!entry.caller) throw unauthorized();
+    return entry.caller;
+  }
+}
+
+export function requireAdmin(caller: Caller): void {
+  if (caller.kind !== 'admin') throw new ApiError(403, 'forbidden', 'this route is for the platform administrator');
+}
+
+export function isMember(caller: Caller, orgId: string): boolean {
+  return caller.kind === 'admin' || caller.orgs.includes(orgId);
+}
+
+/** Another organization's resource answers 404, exactly as a missing one: ids do not leak. */
+export function requireMember(caller: Caller, orgId: string, what: string): void {
+  if (!isMember(caller, orgId)) throw notFound(what);
+}

@@ -1,0 +1,68 @@
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
+import { WorkflowUpdateFailedError, QueryNotRegisteredError } from '@temporalio/client';
+import type { Context, Next } from 'koa';
+import type { FieldIssue } from '../integrations/configuration';
+import { FailureType } from '../workflows/errors';
+import type { Logger } from '../logger';
+
+/** An error whose message the client may see (DESIGN.md §4 body); anything else is a plain 500. */
+export class ApiError extends Error {
+  readonly expose = true;
+
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: FieldIssue[] = [],
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, details: FieldIssue[] = []) => new ApiError(400, 'invalid_request', message, details);
+export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
+export const conflict = (message: string) => new ApiError(409, 'conflict', message);
+
+const statusCodes: Record<number, string> = { 400: 'invalid_request', 401: 'unauthorized', 404: 'not_found', 405: 'method_not_allowed', 413: 'payload_too_large', 415: 'unsupported_media_type' };
+
+/**
+ * Update validators reject with typed ApplicationFailures; they become the matching 4xx
+ * here, once, for every route.
+ */
+export function fromTemporal(err: unknown): unknown {
+  if (err instanceof WorkflowNotFoundError) return notFound('resource');
+  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+    const failure = err.cause;
+    const details = (failure.details?.[0] as FieldIssue[] | undefined) ?? [];
+    if (failure.type === FailureType.invalid) return badRequest(failure.message, details);
+    if (failure.type === FailureType.conflict) return conflict(failure.message);
+    if (failure.type === FailureType.notFound) return notFound(failure.message);
+  }
+  if (err instanceof QueryNotRegisteredError) return notFound('resource');
+  return err;
+}
+
+/** First middleware: every error leaves as `{error, message, details}`, never a stack. */
+export function errorMiddleware(logger: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw notFound(`route ${ctx.method} ${ctx.path}`);
+    } catch (raw) {
+      const err = fromTemporal(raw) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
+      const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 500;
+      if (status === 500) {
+        logger.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+        ctx.status = 500;
+        ctx.body = { error: 'internal', message: 'Internal server error', details: [] };
+        return;
+      }
+      ctx.status = status;
+      ctx.body = {
+        error: err instanceof ApiError ? err.code : (statusCodes[status] ?? 'invalid_request'),
+        message: err.expose ? err.message : 'Request refused',
+        details: err instanceof ApiError ? err.details : [],
+      };
+    }
+  };
+}

@@ -1,0 +1,39 @@
+import { deliveryId } from '../ids';
+import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
+import { eventTargets, serializePayload, type IngestedEvent } from '../webhooks/events';
+import type { DeliveryInput } from '../workflows/delivery';
+import type { InstallationSummary } from '../workflows/organization';
+
+/** An organization-wide installation hears every event of the organization; others only their own space or site. */
+function reaches(installation: InstallationSummary, event: IngestedEvent): boolean {
+  const { spaceId, siteId } = eventTargets(event);
+  const { space, site } = installation.target;
+  if (!space && !site) return true;
+  return (space !== undefined && space === spaceId) || (site !== undefined && site === siteId);
+}
+
+/**
+ * One delivery per webhook installation the event reaches and that selected its type:
+ * active ones get attempts, paused ones a `skipped` record.
+ */
+export function planDeliveries(event: IngestedEvent, eventId: string, installations: InstallationSummary[]): DeliveryInput[] {
+  return installations
+    .filter(
+      (installation) =>
+        installation.integration === WEBHOOK_INTEGRATION &&
+        (installation.status === 'active' || installation.status === 'paused') &&
+        installation.events.includes(event.type) &&
+        (!event.installationId || event.installationId === installation.id) &&
+        reaches(installation, event),
+    )
+    .map((installation) => ({
+      id: deliveryId(eventId, installation.id),
+      eventId,
+      installationId: installation.id,
+      organizationId: installation.target.org,
+      eventType: event.type,
+      body: serializePayload(event, eventId, installation.id),
+      url: installation.url ?? '',
+      skipReason: installation.status === 'paused' ? 'installation_paused' : undefined,
+    }));
+}

@@ -1,0 +1,73 @@
+import type { Payload } from '@temporalio/common';
+import type { Context, Next } from 'koa';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../errors';
+import type { RouteTable } from '../route-table';
+
+interface JsonPayload {
+  metadata?: Record<string, string>;
+  data?: string;
+}
+
+const fromJson = (payload: JsonPayload): Payload => ({
+  metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')])),
+  data: Buffer.from(payload.data ?? '', 'base64'),
+});
+
+const toJson = (payload: Payload): JsonPayload => ({
+  metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')])),
+  data: Buffer.from(payload.data ?? []).toString('base64'),
+});
+
+const payloadsSchema = {
+  type: 'object',
+  required: ['payloads'],
+  properties: { payloads: { type: 'array', items: { type: 'object', properties: { metadata: { type: 'object', additionalProperties: { type: 'string' } }, data: { type: 'string' } } } } },
+};
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/** CORS for the Temporal UI's origin, which calls the codec endpoint from the browser. */
+export function codecCors(origins: string[]) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (!ctx.path.startsWith('/codec/')) return next();
+    const origin = ctx.get('origin');
+    if (origin && origins.includes(origin)) {
+      ctx.set('Access-Control-Allow-Origin', origin);
+      ctx.set('Access-Control-Allow-Credentials', 'true');
+      ctx.set('Access-Control-Allow-Headers', 'content-type, x-namespace, authorization');
+      ctx.set('Access-Control-Allow-Methods', 'POST, OPTIONS');
+      ctx.set('Vary', 'Origin');
+    }
+    if (ctx.method === 'OPTIONS') {
+      ctx.status = 204;
+      return;
+    }
+    return next();
+  };
+}
+
+/**
+ * The Temporal codec-server protocol (DESIGN.md §5): lets the Temporal UI and CLI show
+ * encrypted payloads. Open to loopback callers or the administrator's bearer token.
+ */
+export function codecRoutes(routes: RouteTable, { codec, adminToken }: ApiDeps): void {
+  for (const direction of ['encode', 'decode'] as const) {
+    routes.add<{ payloads: JsonPayload[] }>(
+      {
+        method: 'post',
+        path: `/codec/${direction}`,
+        summary: `Temporal codec server: ${direction} payloads (loopback or administrator)`,
+        access: 'anyone',
+        body: payloadsSchema,
+        responses: { 200: { description: `The ${direction}d payloads`, schema: payloadsSchema } },
+      },
+      async ({ ctx, body }) => {
+        const fromLoopback = LOOPBACK.has(ctx.req.socket.remoteAddress ?? '');
+        if (!fromLoopback && ctx.get('authorization') !== `Bearer ${adminToken}`) throw new ApiError(401, 'unauthorized', 'the codec endpoint needs the administrator token from outside this host');
+        const payloads = await codec[direction](body.payloads.map(fromJson));
+        return { status: 200, body: { payloads: payloads.map(toJson) } };
+      },
+    );
+  }
+}

@@ -1,0 +1,115 @@
+import type { Delivery, DeliveryStatus } from '../../workflows/delivery';
+import { requireMember, type Caller } from '../auth';
+import { DeliveryStore } from '../delivery-store';
+import type { ApiDeps } from '../deps';
+import { badRequest, conflict, notFound } from '../errors';
+import { installationApi } from './installations';
+import type { RouteTable } from '../route-table';
+import { bulkReplaySchema, deliverySchema, listOf } from '../schemas';
+
+const STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed', 'skipped'];
+const VALUE = /^[A-Za-z0-9_.:-]{1,200}$/;
+
+function checkQuery(query: Record<string, string | undefined>): void {
+  const details = [];
+  for (const field of ['installation', 'eventId', 'org'] as const) {
+    if (query[field] !== undefined && !VALUE.test(query[field]!)) details.push({ field, message: 'must be an id' });
+  }
+  if (query.status !== undefined && !STATUSES.includes(query.status as DeliveryStatus)) details.push({ field: 'status', message: `must be one of ${STATUSES.join(', ')}` });
+  if (query.since !== undefined && Number.isNaN(Date.parse(query.since))) details.push({ field: 'since', message: 'must be an ISO 8601 time' });
+  if (query.limit !== undefined && !/^\d+$/.test(query.limit)) details.push({ field: 'limit', message: 'must be a whole number' });
+  if (details.length) throw badRequest(`invalid query: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, details);
+}
+
+export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
+  const store = new DeliveryStore(deps.client, deps.taskQueue);
+  const installations = installationApi(deps);
+
+  async function load(caller: Caller, id: string): Promise<Delivery> {
+    const delivery = VALUE.test(id) ? await store.get(id) : undefined;
+    if (!delivery) throw notFound('delivery');
+    requireMember(caller, delivery.organizationId, 'delivery');
+    return delivery;
+  }
+
+  routes.add(
+    {
+      method: 'get',
+      path: '/v1/deliveries',
+      summary: 'List deliveries, newest first',
+      access: 'member',
+      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'ISO 8601 start time', org: 'Organization id (required for the administrator)', limit: 'Page size, at most 200', pageToken: 'From the previous page' },
+      responses: { 200: { description: 'Deliveries without their attempts', schema: listOf(deliverySchema) } },
+    },
+    async ({ caller, query }) => {
+      checkQuery(query);
+      let orgs: string[];
+      if (query.installation) {
+        orgs = [(await installations.load(caller, query.installation)).target.org];
+      } else if (caller.kind === 'admin') {
+        if (!query.org) throw badRequest('the administrator lists one organization at a time: give org or installation', [{ field: 'org', message: 'is required' }]);
+        orgs = [query.org];
+      } else {
+        orgs = query.org ? caller.orgs.filter((org) => org === query.org) : caller.orgs;
+      }
+      const pageSize = Math.min(Number(query.limit ?? 50), 200) || 50;
+      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since }, pageSize, query.pageToken);
+      return { status: 200, body: page };
+    },
+  );
+
+  routes.add(
+    {
+      method: 'get',
+      path: '/v1/deliveries/:id',
+      summary: 'Read a delivery with every attempt',
+      access: 'member',
+      responses: { 200: { description: 'The delivery', schema: deliverySchema }, 404: { description: 'Not found' } },
+    },
+    async ({ caller, params }) => ({ status: 200, body: await load(caller, params.id!) }),
+  );
+
+  routes.add(
+    {
+      method: 'post',
+      path: '/v1/deliveries/:id/replay',
+      summary: 'Replay a finished delivery as a new one with the same body and eventId',
+      access: 'member',
+      responses: { 202: { description: 'The new delivery id' }, 409: { description: 'The delivery has not finished' } },
+    },
+    async ({ caller, params }) => {
+      const delivery = await load(caller, params.id!);
+      if (delivery.status !== 'delivered' && delivery.status !== 'failed') throw conflict(`only delivered or failed deliveries replay; this one is ${delivery.status}`);
+      return { status: 202, body: { id: await store.replay(delivery) } };
+    },
+  );
+
+  routes.add<{ installation: string; status: 'failed'; since?: string; until?: string }>(
+    {
+      method: 'post',
+      path: '/v1/deliveries/replay',
+      summary: 'Replay every failed delivery of an installation in a time range (one replay per event)',
+      access: 'member',
+      body: bulkReplaySchema,
+      responses: { 202: { description: 'How many were replayed and their new ids' } },
+    },
+    async ({ caller, body }) => {
+      const installation = await installations.load(caller, body.installation);
+      const filter = { orgs: [installation.target.org], installation: installation.id, status: 'failed' as const, since: body.since, until: body.until };
+      const ids: string[] = [];
+      const seenEvents = new Set<string>();
+      let pageToken: string | undefined;
+      do {
+        const page = await store.list(filter, 200, pageToken);
+        for (const summary of page.items) {
+          if (seenEvents.has(summary.eventId)) continue;
+          seenEvents.add(summary.eventId);
+          const delivery = await store.get(summary.id);
+          if (delivery?.status === 'failed') ids.push(await store.replay(delivery));
+        }
+        pageToken = page.nextPageToken;
+      } while (pageToken);
+      return { status: 202, body: { count: ids.length, ids } };
+    },
+  );
+}

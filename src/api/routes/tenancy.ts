@@ -1,0 +1,38 @@
+import { DIRECTORY_WORKFLOW_ID, createOrgUpdate, createUserUpdate, type Org } from '../../workflows/directory';
+import { hashToken, newUserToken } from '../auth';
+import type { ApiDeps } from '../deps';
+import type { RouteTable } from '../route-table';
+import { orgSchema, userSchema } from '../schemas';
+
+/** Organizations and users are created by the platform administrator (DESIGN.md §4). */
+export function tenancyRoutes(routes: RouteTable, { client }: ApiDeps): void {
+  const directory = () => client.workflow.getHandle(DIRECTORY_WORKFLOW_ID);
+
+  routes.add<Omit<Org, 'createdAt'>>(
+    {
+      method: 'post',
+      path: '/v1/orgs',
+      summary: 'Create an organization',
+      access: 'admin',
+      body: orgSchema,
+      responses: { 201: { description: 'The organization', schema: orgSchema }, 409: { description: 'Id or subdomain taken' } },
+    },
+    async ({ body }) => ({ status: 201, body: await directory().executeUpdate(createOrgUpdate, { args: [body] }) }),
+  );
+
+  routes.add<{ id: string; orgs: string[] }>(
+    {
+      method: 'post',
+      path: '/v1/users',
+      summary: 'Create a user and its bearer token (shown once; only its hash is stored)',
+      access: 'admin',
+      body: userSchema,
+      responses: { 201: { description: 'The user and its token' }, 409: { description: 'Id taken' } },
+    },
+    async ({ body }) => {
+      const token = newUserToken();
+      const user = await directory().executeUpdate(createUserUpdate, { args: [{ id: body.id, orgs: body.orgs, tokenHash: hashToken(token) }] });
+      return { status: 201, body: { ...user, token } };
+    },
+  );
+}

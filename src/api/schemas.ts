@@ -1,0 +1,123 @@
+import type { SchemaObject } from 'ajv';
+
+/** Shapes of DESIGN.md §4, shared by request parsing and the OpenAPI document. */
+const id = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.:-]+$' } as const;
+
+export const errorSchema: SchemaObject = {
+  type: 'object',
+  required: ['error', 'message', 'details'],
+  properties: {
+    error: { type: 'string' },
+    message: { type: 'string' },
+    details: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, message: { type: 'string' } } } },
+  },
+};
+
+export const targetSchema: SchemaObject = {
+  type: 'object',
+  required: ['org'],
+  additionalProperties: false,
+  properties: { org: id, space: id, site: id },
+};
+
+export const configurationSchema: SchemaObject = { type: 'object' };
+
+export const installationSchema: SchemaObject = {
+  type: 'object',
+  required: ['id', 'integration', 'target', 'status', 'configuration', 'urls'],
+  properties: {
+    id: { type: 'string' },
+    integration: { type: 'string' },
+    target: targetSchema,
+    status: { enum: ['pending', 'active', 'paused'] },
+    configuration: configurationSchema,
+    urls: { type: 'object', properties: { publicEndpoint: { type: 'string' } } },
+    createdAt: { type: 'string' },
+    updatedAt: { type: 'string' },
+  },
+};
+
+export const createInstallationSchema: SchemaObject = {
+  type: 'object',
+  required: ['target'],
+  additionalProperties: false,
+  properties: { target: targetSchema, configuration: configurationSchema, installLink: { type: 'string' } },
+};
+
+export const orgSchema: SchemaObject = {
+  type: 'object',
+  required: ['id', 'subdomain', 'title'],
+  additionalProperties: false,
+  properties: { id: { type: 'string' }, subdomain: { type: 'string' }, title: { type: 'string' } },
+};
+
+export const userSchema: SchemaObject = {
+  type: 'object',
+  required: ['id', 'orgs'],
+  additionalProperties: false,
+  properties: { id: { type: 'string' }, orgs: { type: 'array', items: { type: 'string' } } },
+};
+
+export const attemptSchema: SchemaObject = {
+  type: 'object',
+  required: ['attempt', 'startedAt', 'durationMs'],
+  properties: {
+    attempt: { type: 'integer' },
+    startedAt: { type: 'string' },
+    durationMs: { type: 'number' },
+    url: { type: 'string' },
+    statusCode: { type: 'integer' },
+    error: { type: 'string' },
+    errorMessage: { type: 'string' },
+    responseBody: { type: 'string' },
+    nextDelayMs: { type: 'number' },
+  },
+};
+
+export const deliverySchema: SchemaObject = {
+  type: 'object',
+  required: ['id', 'eventId', 'installationId', 'eventType', 'status', 'createdAt'],
+  properties: {
+    id: { type: 'string' },
+    eventId: { type: 'string' },
+    installationId: { type: 'string' },
+    eventType: { type: 'string' },
+    url: { type: 'string' },
+    status: { enum: ['pending', 'delivered', 'failed', 'skipped'] },
+    createdAt: { type: 'string' },
+    completedAt: { type: 'string' },
+    skipReason: { type: 'string' },
+    replayOf: { type: 'string' },
+    attempts: { type: 'array', items: attemptSchema },
+  },
+};
+
+export const listOf = (items: SchemaObject): SchemaObject => ({
+  type: 'object',
+  required: ['items'],
+  properties: { items: { type: 'array', items }, nextPageToken: { type: 'string' } },
+});
+
+export const ingestAnswerSchema: SchemaObject = {
+  type: 'object',
+  required: ['eventId', 'deliveries'],
+  properties: { eventId: { type: 'string' }, deliveries: { type: 'array', items: { type: 'string' } } },
+};
+
+export const bulkReplaySchema: SchemaObject = {
+  type: 'object',
+  required: ['installation', 'status'],
+  additionalProperties: false,
+  properties: {
+    installation: id,
+    status: { const: 'failed' },
+    since: { type: 'string', format: 'date-time' },
+    until: { type: 'string', format: 'date-time' },
+  },
+};
+
+export const secretSchema: SchemaObject = {
+  type: 'object',
+  required: ['secret'],
+  properties: { secret: { type: 'string' }, createdAt: { type: 'string' } },
+};

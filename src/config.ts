@@ -1,0 +1,44 @@
+import path from 'node:path';
+
+/** Every setting the service reads from its environment (README lists them). */
+export interface PlatformConfig {
+  port: number;
+  baseUrl: string;
+  dataDir: string;
+  /** Undefined until the embedded default generates one into the data directory. */
+  adminToken?: string;
+  allowPrivateTargets: boolean;
+  /** Base64 of 32 bytes; undefined until the embedded default generates one. */
+  encryptionKey?: string;
+  /** Undefined: the embedded default starts its own Temporal dev server. */
+  temporalAddress?: string;
+  temporalNamespace: string;
+  temporalCliPath?: string;
+  taskQueue: string;
+  logLevel: string;
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformConfig {
+  const port = Number(env.PORT ?? 8080);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a TCP port, got "${env.PORT}"`);
+  return {
+    port,
+    baseUrl: (env.PLATFORM_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    dataDir: path.resolve(env.PLATFORM_DATA_DIR ?? './data'),
+    adminToken: env.PLATFORM_ADMIN_TOKEN || undefined,
+    allowPrivateTargets: env.PLATFORM_ALLOW_PRIVATE_TARGETS === 'true',
+    encryptionKey: env.PLATFORM_ENCRYPTION_KEY || undefined,
+    temporalAddress: env.TEMPORAL_ADDRESS || undefined,
+    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    temporalCliPath: env.TEMPORAL_CLI_PATH || undefined,
+    taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
+    logLevel: env.LOG_LEVEL || 'info',
+  };
+}
+
+/** The settings a process cannot run without once the embedded default had its chance to fill them. */
+export function requireSetting<K extends keyof PlatformConfig>(config: PlatformConfig, key: K, envName: string): NonNullable<PlatformConfig[K]> {
+  const value = config[key];
+  if (value === undefined || value === null) throw new Error(`${envName} is not set`);
+  return value as NonNullable<PlatformConfig[K]>;
+}

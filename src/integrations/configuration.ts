@@ -1,0 +1,71 @@
+/**
+ * Installation configurations checked against an integration's `configurations` schema
+ * (SPEC.md). Pure code: installation workflows run it in their update validators.
+ */
+export type PropertyDefinition =
+  | { type: 'string'; title?: string; description?: string; default?: string; enum?: string[]; completion_url?: string }
+  | { type: 'number'; title?: string; description?: string; default?: number }
+  | { type: 'boolean'; title?: string; description?: string; default?: boolean }
+  | { type: 'button'; title?: string; description?: string; button_text: string; callback_url: string };
+
+export interface ConfigurationSchema {
+  properties: Record<string, PropertyDefinition>;
+  required?: string[];
+}
+
+export type Configuration = Record<string, unknown>;
+
+/** One broken rule, named by the configuration field it concerns. */
+export interface FieldIssue {
+  field: string;
+  message: string;
+}
+
+/**
+ * A patch sets properties; `null` unsets one. Wrong types, values outside an enum and
+ * unknown properties are refused; missing required values are not (they keep the
+ * installation pending).
+ */
+export function checkPatch(schema: ConfigurationSchema, patch: Configuration): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  for (const [field, value] of Object.entries(patch)) {
+    const definition = Object.prototype.hasOwnProperty.call(schema.properties, field) ? schema.properties[field] : undefined;
+    if (!definition) {
+      issues.push({ field, message: `unknown property; known: ${Object.keys(schema.properties).join(', ')}` });
+      continue;
+    }
+    if (value === null) continue;
+    const issue = checkValue(definition, value);
+    if (issue) issues.push({ field, message: issue });
+  }
+  return issues;
+}
+
+function checkValue(definition: PropertyDefinition, value: unknown): string | undefined {
+  switch (definition.type) {
+    case 'string':
+      if (typeof value !== 'string') return 'must be a string';
+      if (definition.enum && !definition.enum.includes(value)) return `must be one of ${definition.enum.join(', ')}`;
+      return undefined;
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'must be a number';
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : 'must be a boolean';
+    case 'button':
+      return 'is a button and holds no value';
+  }
+}
+
+export function applyPatch(configuration: Configuration, patch: Configuration): Configuration {
+  const next = { ...configuration };
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === null) delete next[field];
+    else next[field] = value;
+  }
+  return next;
+}
+
+/** Required properties that hold no value (an empty string counts as none). */
+export function missingRequired(schema: ConfigurationSchema, configuration: Configuration): string[] {
+  return (schema.required ?? []).filter((field) => configuration[field] === undefined || configuration[field] === '');
+}

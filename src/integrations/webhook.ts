@@ -1,0 +1,72 @@
+import type { WebhookEventType } from '../webhooks/events';
+import { checkPatch, missingRequired, type Configuration, type ConfigurationSchema, type FieldIssue } from './configuration';
+
+/** Where an installation lives: an organization, or a space or a site within it. */
+export interface Target {
+  org: string;
+  space?: string;
+  site?: string;
+}
+
+export type TargetKind = 'organization' | 'space' | 'site';
+
+export function targetKind(target: Target): TargetKind {
+  return target.site ? 'site' : target.space ? 'space' : 'organization';
+}
+
+export const WEBHOOK_INTEGRATION = 'webhook';
+
+/** DESIGN.md §3: both configurations hold the URL and one boolean per selectable event. */
+const webhookConfiguration: ConfigurationSchema = {
+  properties: {
+    webhook_url: { type: 'string', title: 'Webhook URL', description: 'Where events are POSTed, signed.' },
+    space_content_updated: { type: 'boolean', title: 'Content updates', default: false },
+    site_view: { type: 'boolean', title: 'Site views', default: false },
+    page_feedback: { type: 'boolean', title: 'Page feedback', default: false },
+  },
+  required: ['webhook_url'],
+};
+
+export const webhookConfigurations = { account: webhookConfiguration, site: webhookConfiguration };
+
+/** Which events an installation may select depends on its target (SPEC.md). */
+export function selectableEvents(target: Target): WebhookEventType[] {
+  switch (targetKind(target)) {
+    case 'space':
+      return ['space_content_updated'];
+    case 'site':
+      return ['site_view', 'page_feedback'];
+    case 'organization':
+      return ['space_content_updated', 'site_view', 'page_feedback'];
+  }
+}
+
+export function selectedEvents(target: Target, configuration: Configuration): WebhookEventType[] {
+  return selectableEvents(target).filter((type) => configuration[type] === true);
+}
+
+/** Syntax only; whether the host is public needs DNS and is checked outside workflows. */
+function checkUrlSyntax(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  if (!/^https?:\/\/[^/\s]+/i.test(value)) return 'must be an absolute http:// or https:// URL';
+  return undefined;
+}
+
+/** The edits a webhook installation refuses outright (400), as opposed to incomplete ones. */
+export function checkWebhookPatch(target: Target, patch: Configuration): FieldIssue[] {
+  const issues = checkPatch(webhookConfiguration, patch);
+  const allowed = selectableEvents(target);
+  for (const type of ['space_content_updated', 'site_view', 'page_feedback'] as const) {
+    if (patch[type] === true && !allowed.includes(type)) {
+      issues.push({ field: type, message: `cannot be selected in a ${targetKind(target)} installation; selectable: ${allowed.join(', ')}` });
+    }
+  }
+  const urlIssue = checkUrlSyntax(patch.webhook_url);
+  if (urlIssue) issues.push({ field: 'webhook_url', message: urlIssue });
+  return issues;
+}
+
+/** Complete: a URL and at least one selected event. Anything less keeps it pending. */
+export function webhookConfigurationComplete(target: Target, configuration: Configuration): boolean {
+  return missingRequired(webhookConfiguration, configuration).length === 0 && selectedEvents(target, configuration).length > 0;
+}

@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { Connection } from '@temporalio/client';
+import { searchAttributeKeys } from './search-attributes';
+
+export interface DevServerOptions {
+  cliPath: string;
+  namespace: string;
+  /** Further namespaces created at launch, each with the search attributes. */
+  extraNamespaces?: string[];
+  /** SQLite file; omitted: in memory (tests). */
+  dbFile?: string;
+  /** Omitted: headless. */
+  ui?: { port: number; codecEndpoint?: string };
+  port?: number;
+  ip?: string;
+  onLog?: (line: string) => void;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * `temporal server start-dev` with the service's search attributes registered. WAL with
+ * synchronous=NORMAL keeps every committed transaction through a process crash (only a
+ * power loss can cost the last ones) and spares an fsync per commit.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const ip = options.ip ?? '127.0.0.1';
+  const port = options.port ?? (await freePort());
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', options.namespace, '--log-level', 'warn'];
+  for (const namespace of options.extraNamespaces ?? []) args.push('--namespace', namespace);
+  for (const key of searchAttributeKeys) args.push('--search-attribute', `${key.name}=Keyword`);
+  if (options.dbFile) {
+    args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
+  }
+  if (options.ui) {
+    args.push('--ui-port', String(options.ui.port));
+    if (options.ui.codecEndpoint) args.push('--ui-codec-endpoint', options.ui.codecEndpoint);
+  } else {
+    args.push('--headless');
+  }
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines = (chunk: Buffer) => chunk.toString().split('\n').filter(Boolean).forEach((line) => options.onLog?.(line));
+  child.stdout!.on('data', lines);
+  child.stderr!.on('data', lines);
+  const address = `${ip}:${port}`;
+  await waitUntilServing(address, child);
+  return {
+    address,
+    uiUrl: options.ui ? `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${options.ui.port}` : undefined,
+    stop: () => stopChild(child),
+  };
+}
+
+async function waitUntilServing(address: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  for (;;) {
+    if (exited !== undefined) throw new Error(`temporal server start-dev exited with code ${exited} before serving`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`Temporal dev server at ${address} not serving after ${timeoutMs} ms: ${err}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * Delivery outcome rules and retry schedule of DESIGN.md §3. Pure and deterministic given
+ * its inputs, so the delivery workflow runs it inside the Temporal sandbox.
+ */
+
+/** A first attempt, then at most this many retries. */
+export const MAX_RETRIES = 3;
+/** A Retry-After header may lengthen one wait up to this, never add attempts. */
+export const MAX_RETRY_AFTER_MS = 60_000;
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+
+/** Error classes an attempt can end with when there is no HTTP status. */
+export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_reset' | 'dns_failure' | 'tls_failure' | 'network_error' | 'blocked_destination';
+
+export interface AttemptResult {
+  startedAt: string;
+  durationMs: number;
+  url: string;
+  statusCode?: number;
+  error?: AttemptErrorClass;
+  errorMessage?: string;
+  /** First 1 KiB of the response body. */
+  responseBody?: string;
+  /** From a Retry-After header on a 429 or 503, already capped. */
+  retryAfterMs?: number;
+}
+
+export type Verdict = 'delivered' | 'retry' | 'failed';
+
+export function verdict(result: Pick<AttemptResult, 'statusCode' | 'error'>): Verdict {
+  if (result.error === 'blocked_destination') return 'failed';
+  if (result.statusCode === undefined) return 'retry';
+  if (result.statusCode >= 200 && result.statusCode < 300) return 'delivered';
+  if (result.statusCode === 429 || result.statusCode >= 500) return 'retry';
+  return 'failed';
+}
+
+/**
+ * Wait before retry k (1-based): 2^(k-1) s x (1 + u/10), u uniform in [0, 1), so 1.0-1.1 s,
+ * 2.0-2.2 s, 4.0-4.4 s; a longer Retry-After replaces it, up to 60 s.
+ */
+export function retryDelayMs(retry: number, u: number, retryAfterMs?: number): number {
+  const jittered = Math.floor(1000 * 2 ** (retry - 1) * (1 + u / 10));
+  if (retryAfterMs !== undefined && retryAfterMs > jittered) return Math.min(retryAfterMs, MAX_RETRY_AFTER_MS);
+  return jittered;
+}
+
+/** Retry-After is either delta-seconds or an HTTP date. */
+export function parseRetryAfter(header: string | undefined, nowMs: number): number | undefined {
+  if (!header) return undefined;
+  const trimmed = header.trim();
+  const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - nowMs;
+  if (!Number.isFinite(ms) || ms <= 0) return undefined;
+  return Math.min(ms, MAX_RETRY_AFTER_MS);
+}

@@ -1,0 +1,51 @@
+import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { createActivities, type ActivityDependencies } from './activities';
+import { configFromEnv, requireSetting } from './config';
+import { createLogger } from './logger';
+import { connectClient, dataConverter } from './temporal/client';
+
+export interface WorkerOptions extends ActivityDependencies {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  encryptionKey: string;
+  /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
+  workflowBundle?: WorkflowBundle;
+}
+
+/** The Temporal worker: every workflow and activity of the service on one task queue. */
+export async function createWorker(options: WorkerOptions): Promise<Worker> {
+  const connection = await NativeConnection.connect({ address: options.address });
+  return Worker.create({
+    connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    dataConverter: dataConverter(options.encryptionKey),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+    activities: createActivities(options),
+    // Delivery attempts are I/O-bound: many may wait on receivers at once.
+    maxConcurrentActivityTaskExecutions: 200,
+  });
+}
+
+/** `node dist/src/worker.js`: the worker alone, configured from the environment (docker-compose). */
+async function main(): Promise<void> {
+  const config = configFromEnv();
+  const logger = createLogger(config.logLevel, 'worker');
+  const settings = {
+    address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'),
+    namespace: config.temporalNamespace,
+    encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
+  };
+  const client = await connectClient(settings);
+  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, allowPrivateTargets: config.allowPrivateTargets, logger });
+  logger.info({ taskQueue: config.taskQueue }, 'worker running');
+  await worker.run();
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`worker failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,108 @@
+import * as wf from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import { MAX_RETRIES, retryDelayMs, verdict, type AttemptResult } from '../webhooks/schedule';
+import { DeliveryStatusKey, EventIdKey, EventTypeKey, InstallationIdKey, OrganizationIdKey } from '../temporal/search-attributes';
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
+
+export interface DeliveryInput {
+  id: string;
+  eventId: string;
+  installationId: string;
+  organizationId: string;
+  eventType: string;
+  /** The serialized payload; every attempt sends exactly these bytes. */
+  body: string;
+  /** The installation's URL at fan-out; each attempt records the URL it used. */
+  url: string;
+  /** Set when the fan-out already knows no attempt must be made. */
+  skipReason?: string;
+  /** The delivery this one replays. */
+  replayOf?: string;
+}
+
+export interface AttemptRecord {
+  attempt: number;
+  startedAt: string;
+  durationMs: number;
+  url: string;
+  statusCode?: number;
+  error?: string;
+  errorMessage?: string;
+  responseBody?: string;
+  /** The wait chosen before the next attempt. */
+  nextDelayMs?: number;
+}
+
+export interface Delivery {
+  id: string;
+  eventId: string;
+  installationId: string;
+  organizationId: string;
+  eventType: string;
+  url: string;
+  status: DeliveryStatus;
+  createdAt: string;
+  completedAt?: string;
+  skipReason?: string;
+  replayOf?: string;
+  attempts: AttemptRecord[];
+}
+
+export const deliveryQuery = wf.defineQuery<Delivery>('delivery');
+export const deliveryBodyQuery = wf.defineQuery<string>('body');
+
+const { attemptDelivery } = wf.proxyActivities<ReturnType<typeof createActivities>>({
+  // One HTTP attempt is bounded at 10 s; the margin covers DNS and the secret lookup.
+  startToCloseTimeout: '20 seconds',
+  // Temporal retries only what never produced an HTTP outcome (a worker that died mid-attempt):
+  // the attempt's own result, whatever the receiver said, comes back as a value.
+  retry: { initialInterval: '1 second', maximumAttempts: 10 },
+});
+
+export function deliverySearchAttributes(input: DeliveryInput, status: DeliveryStatus) {
+  return [
+    { key: InstallationIdKey, value: input.installationId },
+    { key: OrganizationIdKey, value: input.organizationId },
+    { key: EventIdKey, value: input.eventId },
+    { key: EventTypeKey, value: input.eventType },
+    { key: DeliveryStatusKey, value: status },
+  ];
+}
+
+/**
+ * One event to one installation (DESIGN.md §3): a first attempt and at most three
+ * retries on durable timers, each attempt recorded in state and in history.
+ */
+export async function deliveryWorkflow(input: DeliveryInput): Promise<Delivery> {
+  const { body: _body, ...fields } = input;
+  const delivery: Delivery = { ...fields, status: 'pending', createdAt: new Date(wf.workflowInfo().startTime).toISOString(), attempts: [] };
+  wf.setHandler(deliveryQuery, () => delivery);
+  wf.setHandler(deliveryBodyQuery, () => input.body);
+
+  const finish = (status: DeliveryStatus, skipReason?: string): Delivery => {
+    delivery.status = status;
+    delivery.skipReason = skipReason;
+    delivery.completedAt = new Date().toISOString();
+    wf.upsertSearchAttributes([{ key: DeliveryStatusKey, value: status }]);
+    return delivery;
+  };
+
+  if (input.skipReason) return finish('skipped', input.skipReason);
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await attemptDelivery({ installationId: input.installationId, eventType: input.eventType, body: input.body, deliveryId: input.id, attempt });
+    if ('skipReason' in outcome) return finish('skipped', outcome.skipReason);
+    const record: AttemptRecord = { attempt, ...withoutRetryAfter(outcome) };
+    delivery.attempts.push(record);
+    delivery.url = outcome.url;
+    const next = verdict(outcome);
+    if (next === 'delivered') return finish('delivered');
+    if (next === 'failed' || attempt > MAX_RETRIES) return finish('failed');
+    record.nextDelayMs = retryDelayMs(attempt, Math.random(), outcome.retryAfterMs);
+    await wf.sleep(record.nextDelayMs);
+  }
+}
+
+function withoutRetryAfter({ retryAfterMs: _retryAfterMs, ...result }: AttemptResult): Omit<AttemptResult, 'retryAfterMs'> {
+  return result;
+}

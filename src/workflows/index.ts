@@ -1,0 +1,5 @@
+export { directoryWorkflow } from './directory';
+export { organizationWorkflow } from './organization';
+export { installationWorkflow } from './installation';
+export { eventWorkflow } from './event';
+export { deliveryWorkflow } from './delivery';

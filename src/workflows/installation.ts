@@ -1,0 +1,195 @@
+import * as wf from '@temporalio/workflow';
+import { applyPatch, type Configuration } from '../integrations/configuration';
+import { checkWebhookPatch, selectedEvents, webhookConfigurationComplete, type Target } from '../integrations/webhook';
+import { HistoryBudget } from './continue-as-new';
+import { invalid } from './errors';
+import { installationChangedSignal, organizationWorkflowId, type InstallationStatus, type InstallationSummary } from './organization';
+
+/** A rotated-out secret stays valid this long, and is signed with meanwhile (DESIGN.md §3). */
+export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
+
+export interface SigningSecret {
+  secret: string;
+  createdAt: string;
+  /** Set when rotated out. */
+  expiresAt?: string;
+}
+
+export interface InstallationState {
+  id: string;
+  integration: string;
+  target: Target;
+  configuration: Configuration;
+  paused: boolean;
+  deleted: boolean;
+  createdAt: string;
+  updatedAt: string;
+  revision: number;
+  /** Newest first. */
+  signingSecrets: SigningSecret[];
+}
+
+/** What the API shows; secrets are never part of it. */
+export interface InstallationView {
+  id: string;
+  integration: string;
+  target: Target;
+  status: InstallationStatus;
+  configuration: Configuration;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What a delivery attempt needs: where to send, whether to, and with which secrets. */
+export interface DeliveryTarget {
+  status: InstallationStatus;
+  url?: string;
+  events: string[];
+  signingSecrets: SigningSecret[];
+}
+
+export interface NewInstallation {
+  id: string;
+  integration: string;
+  target: Target;
+  signingSecret: string;
+}
+
+export const installationWorkflowId = (id: string): string => `installation/${id}`;
+
+export const configureUpdate = wf.defineUpdate<InstallationView, [Configuration]>('configure');
+export const pauseUpdate = wf.defineUpdate<InstallationView>('pause');
+export const resumeUpdate = wf.defineUpdate<InstallationView>('resume');
+export const deleteUpdate = wf.defineUpdate<InstallationView>('delete');
+/** The API generates the new secret: workflow randomness is deterministic, not secret. */
+export const rotateSecretUpdate = wf.defineUpdate<SigningSecret, [string]>('rotateSecret');
+export const installationQuery = wf.defineQuery<InstallationView>('installation');
+export const deliveryTargetQuery = wf.defineQuery<DeliveryTarget>('deliveryTarget');
+export const signingSecretQuery = wf.defineQuery<SigningSecret>('signingSecret');
+
+export function newInstallationState(input: NewInstallation, now: string): InstallationState {
+  return {
+    ...input,
+    configuration: {},
+    paused: false,
+    deleted: false,
+    createdAt: now,
+    updatedAt: now,
+    revision: 0,
+    signingSecrets: [{ secret: input.signingSecret, createdAt: now }],
+  };
+}
+
+function statusOf(state: InstallationState): InstallationStatus {
+  if (state.deleted) return 'deleted';
+  if (state.paused) return 'paused';
+  return webhookConfigurationComplete(state.target, state.configuration) ? 'active' : 'pending';
+}
+
+function view(state: InstallationState): InstallationView {
+  const { id, integration, target, configuration, createdAt, updatedAt } = state;
+  return { id, integration, target, status: statusOf(state), configuration, createdAt, updatedAt };
+}
+
+function summary(state: InstallationState): InstallationSummary {
+  const url = state.configuration.webhook_url;
+  return {
+    id: state.id,
+    integration: state.integration,
+    target: state.target,
+    status: statusOf(state),
+    events: selectedEvents(state.target, state.configuration),
+    url: typeof url === 'string' ? url : undefined,
+    createdAt: state.createdAt,
+    revision: state.revision,
+  };
+}
+
+/**
+ * One installation as an entity workflow: every change is an update that validates before
+ * it enters history, state is read with queries, and every change reaches the
+ * organization's index before the update answers, so the next event sees it.
+ */
+export async function installationWorkflow(state: InstallationState, historyLimit = 500): Promise<InstallationView> {
+  const budget = new HistoryBudget(historyLimit);
+  const org = wf.getExternalWorkflowHandle(organizationWorkflowId(state.target.org));
+
+  async function changed(): Promise<InstallationView> {
+    state.revision += 1;
+    state.updatedAt = new Date().toISOString();
+    budget.spend();
+    await org.signal(installationChangedSignal, summary(state));
+    return view(state);
+  }
+  const notDeleted = () => {
+    if (state.deleted) throw invalid('the installation is deleted');
+  };
+
+  wf.setHandler(installationQuery, () => view(state));
+  wf.setHandler(deliveryTargetQuery, () => ({ ...summary(state), signingSecrets: state.signingSecrets }));
+  wf.setHandler(signingSecretQuery, () => state.signingSecrets[0]!);
+
+  wf.setHandler(
+    configureUpdate,
+    (patch) => {
+      state.configuration = applyPatch(state.configuration, patch);
+      return changed();
+    },
+    {
+      validator: (patch) => {
+        notDeleted();
+        if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw invalid('configuration must be an object');
+        const issues = checkWebhookPatch(state.target, patch);
+        if (issues.length) throw invalid('invalid configuration', issues.map((issue) => ({ ...issue, field: `configuration.${issue.field}` })));
+      },
+    },
+  );
+  wf.setHandler(
+    pauseUpdate,
+    () => {
+      state.paused = true;
+      return changed();
+    },
+    { validator: notDeleted },
+  );
+  wf.setHandler(
+    resumeUpdate,
+    () => {
+      state.paused = false;
+      return changed();
+    },
+    { validator: notDeleted },
+  );
+  wf.setHandler(
+    deleteUpdate,
+    () => {
+      state.deleted = true;
+      return changed();
+    },
+    { validator: notDeleted },
+  );
+  wf.setHandler(
+    rotateSecretUpdate,
+    async (secret) => {
+      const now = Date.now();
+      const expiresAt = new Date(now + ROTATED_SECRET_VALIDITY_MS).toISOString();
+      const stillValid = state.signingSecrets.filter((old) => !old.expiresAt || Date.parse(old.expiresAt) > now);
+      const fresh = { secret, createdAt: new Date(now).toISOString() };
+      state.signingSecrets = [fresh, ...stillValid.map((old) => ({ ...old, expiresAt: old.expiresAt ?? expiresAt }))];
+      await changed();
+      return fresh;
+    },
+    {
+      validator: (secret) => {
+        notDeleted();
+        if (typeof secret !== 'string' || secret.length < 24) throw invalid('signing secret too short');
+      },
+    },
+  );
+
+  if (state.revision === 0) await changed();
+  await wf.condition(() => state.deleted || budget.exhausted());
+  await budget.drained();
+  if (state.deleted) return view(state);
+  return wf.continueAsNew<typeof installationWorkflow>(state, historyLimit);
+}

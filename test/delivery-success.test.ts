@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import Stripe from 'stripe';
+import { TestPlatform, spaceEvent } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+describe('a delivery to a receiver that answers 200', function () {
+  const platform = new TestPlatform(__filename);
+  const receiver = new ScriptedReceiver();
+  let tenant: { org: string; token: string };
+  let hook: { id: string; secret: string };
+  let delivery: any;
+  let ingest: any;
+
+  before(async function () {
+    await Promise.all([platform.start(), receiver.start()]);
+    tenant = await platform.tenant();
+    hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
+    ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: `evt_ok_${Date.now()}` }));
+    delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
+  });
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  it('is accepted with one delivery per matching installation', function () {
+    assert.equal(ingest.status, 202);
+    assert.deepEqual(ingest.body.deliveries, [`${ingest.body.eventId}:${hook.id}`]);
+  });
+
+  it('is delivered after exactly one attempt', function () {
+    assert.equal(delivery.status, 'delivered');
+    assert.equal(delivery.attempts.length, 1);
+    assert.equal(delivery.attempts[0].statusCode, 200);
+    assert.equal(delivery.attempts[0].responseBody, '{"received":true}');
+    assert.equal(receiver.requests.length, 1);
+  });
+
+  it('sends exactly the SPEC payload fields', function () {
+    const body = JSON.parse(receiver.requests[0]!.body);
+    assert.deepEqual(Object.keys(body), ['eventId', 'type', 'spaceId', 'installationId', 'revisionId']);
+    assert.equal(body.installationId, hook.id);
+    assert.equal(body.eventId, ingest.body.eventId);
+    assert.equal(receiver.requests[0]!.headers['content-type'], 'application/json');
+    assert.match(String(receiver.requests[0]!.headers['user-agent']), /^platform-webhooks\/\d+\.\d+\.\d+$/);
+  });
+
+  it('carries a signature that Stripe’s own verifier accepts', function () {
+    const request = receiver.requests[0]!;
+    const header = String(request.headers['x-platform-signature']);
+    assert.match(header, /^t=\d+,v1=[0-9a-f]{64}$/);
+    const stripe = new Stripe('sk_test_unused');
+    const event = stripe.webhooks.constructEvent(request.body, header, hook.secret) as unknown as { eventId: string };
+    assert.equal(event.eventId, ingest.body.eventId);
+    assert.throws(() => stripe.webhooks.constructEvent(request.body, header, `${hook.secret}x`));
+  });
+
+  it('answers a repeated eventId with the first ids and starts nothing new', async function () {
+    const again = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: ingest.body.eventId }));
+    assert.equal(again.status, 202);
+    assert.deepEqual(again.body, ingest.body);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal(receiver.requests.length, 1);
+  });
+});

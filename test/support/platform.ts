@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Client } from '@temporalio/client';
+import type { Worker } from '@temporalio/worker';
+import { startApi, type RunningApi } from '../../src/api/app';
+import { createLogger } from '../../src/logger';
+import { connectClient } from '../../src/temporal/client';
+import { EncryptionCodec } from '../../src/temporal/codec';
+import { createWorker } from '../../src/worker';
+import { namespaceFor } from './namespaces';
+
+export interface TestPlatformOptions {
+  allowPrivateTargets?: boolean;
+  /** A second platform of the same test file gets a task queue of its own. */
+  taskQueue?: string;
+  attemptTimeoutMs?: number;
+  /** Skip the worker (to run it in another process). */
+  worker?: boolean;
+}
+
+export interface HttpAnswer<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+/** A real API on a real listener and a real worker, against the run's dev server. */
+export class TestPlatform {
+  readonly adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  client!: Client;
+  api!: RunningApi;
+  worker?: Worker;
+  private workerRun?: Promise<void>;
+  readonly namespace: string;
+  readonly taskQueue: string;
+
+  constructor(
+    testFile: string,
+    private readonly options: TestPlatformOptions = {},
+  ) {
+    this.namespace = namespaceFor(testFile);
+    this.taskQueue = options.taskQueue ?? 'platform';
+  }
+
+  static settings() {
+    const address = process.env.TEST_TEMPORAL_ADDRESS;
+    const bundle = process.env.TEST_WORKFLOW_BUNDLE;
+    const encryptionKey = process.env.TEST_ENCRYPTION_KEY;
+    if (!address || !bundle || !encryptionKey) throw new Error('the mocha global fixture (test/support/fixture) did not run');
+    return { address, bundle, encryptionKey };
+  }
+
+  async start(): Promise<this> {
+    const { address, bundle, encryptionKey } = TestPlatform.settings();
+    const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+    this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
+    const allowPrivateTargets = this.options.allowPrivateTargets ?? true;
+    if (this.options.worker !== false) {
+      this.worker = await createWorker({
+        address,
+        namespace: this.namespace,
+        taskQueue: this.taskQueue,
+        encryptionKey,
+        workflowBundle: { code: readFileSync(bundle, 'utf8') },
+        client: this.client,
+        allowPrivateTargets,
+        logger,
+        attemptTimeoutMs: this.options.attemptTimeoutMs,
+      });
+      this.workerRun = this.worker.run();
+    }
+    this.api = await startApi(
+      {
+        client: this.client,
+        taskQueue: this.taskQueue,
+        baseUrl: 'http://127.0.0.1',
+        adminToken: this.adminToken,
+        allowPrivateTargets,
+        codec: new EncryptionCodec(encryptionKey),
+        logger,
+        codecCorsOrigins: [],
+      },
+      0,
+      '127.0.0.1',
+    );
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.api?.close();
+    if (this.worker && this.worker.getState() === 'RUNNING') this.worker.shutdown();
+    await this.workerRun;
+    await this.client?.connection.close();
+  }
+
+  async http<T = any>(method: string, path: string, options: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpAnswer<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | undefined = options.raw;
+    if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.body);
+    }
+    const response = await fetch(`${this.api.url}${path}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // Not JSON: the test sees the text as it came.
+    }
+    return { status: response.status, body: parsed as T, headers: response.headers };
+  }
+
+  admin<T = any>(method: string, path: string, body?: unknown): Promise<HttpAnswer<T>> {
+    return this.http<T>(method, path, { token: this.adminToken, body });
+  }
+
+  /** A fresh organization with one member; ids are unique per call. */
+  async tenant(): Promise<{ org: string; token: string; userId: string }> {
+    const suffix = randomBytes(4).toString('hex');
+    const org = `org-${suffix}`;
+    const created = await this.admin('POST', '/v1/orgs', { id: org, subdomain: org, title: `Org ${suffix}` });
+    if (created.status !== 201) throw new Error(`create org: ${created.status} ${JSON.stringify(created.body)}`);
+    const user = await this.admin('POST', '/v1/users', { id: `user-${suffix}`, orgs: [org] });
+    if (user.status !== 201) throw new Error(`create user: ${user.status} ${JSON.stringify(user.body)}`);
+    return { org, token: user.body.token, userId: user.body.id };
+  }
+
+  /** An active webhook installation pointing at `url`. */
+  async webhook(token: string, target: { org: string; space?: string; site?: string }, url: string, events: Record<string, boolean>) {
+    const answer = await this.http('POST', '/v1/integrations/webhook/installations', { token, body: { target, configuration: { webhook_url: url, ...events } } });
+    if (answer.status !== 201) throw new Error(`install: ${answer.status} ${JSON.stringify(answer.body)}`);
+    const secret = await this.http('GET', `/v1/installations/${answer.body.id}/signing-secret`, { token });
+    return { id: answer.body.id as string, secret: secret.body.secret as string, installation: answer.body };
+  }
+
+  /** Polls a delivery until it reaches a final state. */
+  async finalDelivery(id: string, token: string, timeoutMs = 45_000): Promise<any> {
+    return waitFor(async () => {
+      const answer = await this.http('GET', `/v1/deliveries/${encodeURIComponent(id)}`, { token });
+      return answer.status === 200 && answer.body.status !== 'pending' ? answer.body : undefined;
+    }, timeoutMs, `delivery ${id} to finish`);
+  }
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+export function spaceEvent(org: string, spaceId: string, extra: Record<string, unknown> = {}) {
+  return { type: 'space_content_updated', organizationId: org, spaceId, revisionId: `rev-${randomBytes(3).toString('hex')}`, ...extra };
+}
+
+export function siteViewEvent(org: string, siteId: string, extra: Record<string, unknown> = {}) {
+  return {
+    type: 'site_view',
+    organizationId: org,
+    siteId,
+    visitor: { anonymousId: 'anon-1', userAgent: 'test', ip: '203.0.113.9', cookies: {} },
+    url: 'https://docs.example.com/page',
+    referrer: 'https://example.com/',
+    ...extra,
+  };
+}

@@ -1,0 +1,53 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+
+export interface ReceivedRequest {
+  /** performance.now() when the request arrived, for measuring waits. */
+  at: number;
+  method: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export interface Reply {
+  status: number;
+  body?: string;
+  headers?: Record<string, string>;
+  delayMs?: number;
+}
+
+/** A real HTTP receiver on 127.0.0.1 whose answer to the n-th request (0-based) is scripted. */
+export class ScriptedReceiver {
+  readonly requests: ReceivedRequest[] = [];
+  private server?: http.Server;
+  url = '';
+
+  constructor(private readonly reply: (n: number, request: ReceivedRequest) => Reply = () => ({ status: 200, body: '{"received":true}' })) {}
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      const at = performance.now();
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const request = { at, method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        const reply = this.reply(this.requests.length, request);
+        this.requests.push(request);
+        setTimeout(() => {
+          if (res.destroyed) return;
+          res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+          res.end(reply.body ?? '');
+        }, reply.delayMs ?? 0);
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
