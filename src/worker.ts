@@ -1,8 +1,9 @@
-import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { configFromEnv, requireSetting } from './config';
 import { createLogger } from './logger';
 import { connectClient, dataConverter } from './temporal/client';
+import { temporalRuntimeLogger } from './temporal/runtime-logger';
 
 export interface WorkerOptions extends ActivityDependencies {
   address: string;
@@ -32,6 +33,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
 async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'worker');
+  Runtime.install({ logger: temporalRuntimeLogger(logger) });
   const settings = {
     address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'),
     namespace: config.temporalNamespace,

@@ -66,7 +66,7 @@ function goInstall(go: string, gobin: string, env: NodeJS.ProcessEnv, say: (line
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const child = spawn(go, ['install', TEMPORAL_CLI_MODULE], {
-      env: { ...env, GOBIN: gobin, GOFLAGS: '-mod=mod' },
+      env: { ...env, GOBIN: gobin },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';

@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
+import { Runtime, type Worker } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../../src/api/app';
 import { createLogger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
 import { EncryptionCodec } from '../../src/temporal/codec';
 import { createWorker } from '../../src/worker';
 import { namespaceFor } from './namespaces';
+import { temporalRuntimeLogger } from '../../src/temporal/runtime-logger';
+
+const testLogger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+Runtime.install({ logger: temporalRuntimeLogger(testLogger) });
 
 export interface TestPlatformOptions {
   allowPrivateTargets?: boolean;
@@ -52,7 +56,7 @@ export class TestPlatform {
 
   async start(): Promise<this> {
     const { address, bundle, encryptionKey } = TestPlatform.settings();
-    const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+    const logger = testLogger;
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
     const allowPrivateTargets = this.options.allowPrivateTargets ?? true;
     if (this.options.worker !== false) {

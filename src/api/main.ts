@@ -1,0 +1,35 @@
+import { configFromEnv, requireSetting } from '../config';
+import { createLogger } from '../logger';
+import { connectClient } from '../temporal/client';
+import { EncryptionCodec } from '../temporal/codec';
+import { startApi } from './app';
+
+/** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
+async function main(): Promise<void> {
+  const config = configFromEnv();
+  const logger = createLogger(config.logLevel, 'api');
+  const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
+  const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey });
+  const api = await startApi(
+    {
+      client,
+      taskQueue: config.taskQueue,
+      baseUrl: config.baseUrl,
+      adminToken: requireSetting(config, 'adminToken', 'PLATFORM_ADMIN_TOKEN'),
+      allowPrivateTargets: config.allowPrivateTargets,
+      codec: new EncryptionCodec(encryptionKey),
+      logger,
+      codecCorsOrigins: (process.env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').filter(Boolean),
+    },
+    config.port,
+  );
+  logger.info({ url: config.baseUrl }, 'api listening');
+  const stop = () => api.close().then(() => client.connection.close()).then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((err) => {
+  process.stderr.write(`api failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

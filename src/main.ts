@@ -1,0 +1,87 @@
+import path from 'node:path';
+import { Runtime } from '@temporalio/worker';
+import { startApi } from './api/app';
+import { configFromEnv } from './config';
+import { loadOrCreateSecrets } from './data-dir';
+import { createLogger } from './logger';
+import { findOrBuildTemporalCli } from './temporal/cli-binary';
+import { connectClient } from './temporal/client';
+import { EncryptionCodec } from './temporal/codec';
+import { startDevServer, type DevServer } from './temporal/dev-server';
+import { temporalRuntimeLogger } from './temporal/runtime-logger';
+import { createWorker } from './worker';
+
+/**
+ * `npm start`: the embedded default. Without TEMPORAL_ADDRESS it runs a Temporal dev
+ * server on a SQLite file in the data directory (Web UI on, pointed at our codec
+ * endpoint), then the worker and the API in this process.
+ */
+async function main(): Promise<void> {
+  const config = configFromEnv();
+  const logger = createLogger(config.logLevel);
+  Runtime.install({ logger: temporalRuntimeLogger(logger) });
+  const generated = loadOrCreateSecrets(config.dataDir);
+  const adminToken = config.adminToken ?? generated.adminToken;
+  const encryptionKey = config.encryptionKey ?? generated.encryptionKey;
+  const embedded = !config.temporalAddress;
+  // Local receivers are the point of a local quick start; production sets the flag itself.
+  const allowPrivateTargets = embedded && process.env.PLATFORM_ALLOW_PRIVATE_TARGETS === undefined ? true : config.allowPrivateTargets;
+
+  let devServer: DevServer | undefined;
+  if (embedded) {
+    const cliPath = await findOrBuildTemporalCli();
+    const uiPort = Number(process.env.PLATFORM_TEMPORAL_UI_PORT ?? 8233);
+    devServer = await startDevServer({
+      cliPath,
+      namespace: config.temporalNamespace,
+      dbFile: path.join(config.dataDir, 'temporal.db'),
+      port: Number(process.env.PLATFORM_TEMPORAL_PORT ?? 7233),
+      ui: { port: uiPort, codecEndpoint: `${config.baseUrl}/codec` },
+      onLog: (line) => logger.debug({ component: 'temporal' }, line),
+    });
+  }
+  const address = config.temporalAddress ?? devServer!.address;
+  const settings = { address, namespace: config.temporalNamespace, encryptionKey };
+  const client = await connectClient(settings);
+  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, allowPrivateTargets, logger });
+  const workerRun = worker.run();
+  const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];
+  const api = await startApi(
+    { client, taskQueue: config.taskQueue, baseUrl: config.baseUrl, adminToken, allowPrivateTargets, codec: new EncryptionCodec(encryptionKey), logger, codecCorsOrigins: uiOrigins },
+    config.port,
+  );
+
+  process.stdout.write(
+    [
+      '',
+      `  API          ${config.baseUrl}`,
+      `  Temporal UI  ${devServer?.uiUrl ?? '(external cluster: ' + address + ')'}`,
+      `  Admin token  ${adminToken}`,
+      `  Data         ${config.dataDir}${allowPrivateTargets ? '   (private webhook targets allowed)' : ''}`,
+      '',
+      '  Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write('Stopping…\n');
+    await api.close();
+    // The SDK's runtime starts the worker's shutdown on SIGINT/SIGTERM by itself.
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await workerRun;
+    await client.connection.close();
+    await devServer?.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}
+
+main().catch((err) => {
+  process.stderr.write(`platform failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

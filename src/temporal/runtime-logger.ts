@@ -1,0 +1,15 @@
+import type { LogLevel, LogMetadata, Logger as TemporalLogger } from '@temporalio/common';
+import type { Logger } from '../logger';
+
+const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+
+/**
+ * Routes the Temporal SDK's own logs into pino, so every line of the service is structured
+ * JSON. Its info lines (bundling, state changes) are only shown at debug.
+ */
+export function temporalRuntimeLogger(logger: Logger): TemporalLogger {
+  const verbose = logger.level === 'debug' || logger.level === 'trace';
+  const child = logger.child({ component: 'temporal-sdk' }, { level: verbose ? logger.level : 'warn' });
+  const at = (level: LogLevel) => (message: string, meta?: LogMetadata) => child[levels[level]](meta ?? {}, message);
+  return { log: (level, message, meta) => at(level)(message, meta), trace: at('TRACE'), debug: at('DEBUG'), info: at('INFO'), warn: at('WARN'), error: at('ERROR') };
+}
