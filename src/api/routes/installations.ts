@@ -44,8 +44,14 @@ export function installationApi(deps: ApiDeps) {
     return installation;
   }
 
-  /** Refuses a webhook URL that resolves to a non-public address (DESIGN.md §3). */
-  async function checkDestination(configuration: Configuration): Promise<void> {
+  /**
+   * Every refused property at once, then the destination: a webhook URL must not resolve
+   * to a non-public address (DESIGN.md §3). The workflow's update validator repeats the
+   * first part, so no path around the API can store what is refused here.
+   */
+  async function checkConfiguration(target: Target, configuration: Configuration): Promise<void> {
+    const issues = checkWebhookPatch(target, configuration).map((issue) => ({ ...issue, field: `configuration.${issue.field}` }));
+    if (issues.length) throw badRequest(`invalid configuration: ${issues.map((i) => `${i.field} ${i.message}`).join('; ')}`, issues);
     if (typeof configuration.webhook_url !== 'string') return;
     try {
       await assertPublicDestination(configuration.webhook_url, deps.allowPrivateTargets);
@@ -61,7 +67,7 @@ export function installationApi(deps: ApiDeps) {
     return lists.flat();
   }
 
-  return { handle, withUrls, load, checkDestination, list };
+  return { handle, withUrls, load, checkConfiguration, list };
 }
 
 export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
@@ -82,9 +88,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       requireMember(caller, body.target.org, 'organization');
       if (body.target.space && body.target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
       const configuration = body.configuration ?? {};
-      const issues = checkWebhookPatch(body.target, configuration).map((issue) => ({ ...issue, field: `configuration.${issue.field}` }));
-      if (issues.length) throw badRequest('invalid configuration', issues);
-      await api.checkDestination(configuration);
+      await api.checkConfiguration(body.target, configuration);
       const id = newInstallationId();
       const state = newInstallationState({ id, integration: WEBHOOK_INTEGRATION, target: body.target, signingSecret: newSigningSecret() }, new Date().toISOString());
       const workflow = await client.workflow.start(installationWorkflow, { workflowId: installationWorkflowId(id), taskQueue: deps.taskQueue, args: [state] });
@@ -138,8 +142,8 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       responses: { 200: { description: 'The installation', schema: installationSchema }, 400: { description: 'A property is refused' } },
     },
     async ({ caller, params, body }) => {
-      await api.load(caller, params.id!);
-      await api.checkDestination(body);
+      const { target } = await api.load(caller, params.id!);
+      await api.checkConfiguration(target, body);
       const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body] });
       return { status: 200, body: api.withUrls(installation) };
     },

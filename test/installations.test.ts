@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { verifySignature } from '../src/webhooks/signature';
+import { installationWorkflow, installationWorkflowId, newInstallationState } from '../src/workflows/installation';
+import { newSigningSecret } from '../src/api/routes/installations';
+import { TestPlatform, spaceEvent, siteViewEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+describe('installations of the webhook integration', function () {
+  const platform = new TestPlatform(__filename);
+  const receiver = new ScriptedReceiver();
+  let tenant: { org: string; token: string };
+
+  before(async function () {
+    await Promise.all([platform.start(), receiver.start()]);
+    tenant = await platform.tenant();
+  });
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  const call = (method: string, path: string, body?: unknown) => platform.http(method, path, { token: tenant.token, body });
+
+  it('moves pending -> active once URL and an event are set, and back when the URL is unset', async function () {
+    const created = await call('POST', '/v1/integrations/webhook/installations', { target: { org: tenant.org, space: 'sp-states' } });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.status, 'pending');
+    assert.match(created.body.id, /^ins_/);
+    assert.equal(created.body.urls.publicEndpoint, `http://127.0.0.1/v1/integrations/webhook/installations/${created.body.id}/public`);
+    const id = created.body.id;
+    const withUrl = await call('PATCH', `/v1/installations/${id}/configuration`, { webhook_url: receiver.url });
+    assert.equal(withUrl.body.status, 'pending', 'no event selected yet');
+    const active = await call('PATCH', `/v1/installations/${id}/configuration`, { space_content_updated: true });
+    assert.equal(active.status, 200);
+    assert.equal(active.body.status, 'active');
+    assert.deepEqual(active.body.configuration, { webhook_url: receiver.url, space_content_updated: true });
+    const unset = await call('PATCH', `/v1/installations/${id}/configuration`, { webhook_url: null });
+    assert.equal(unset.body.status, 'pending');
+    const listed = await call('GET', `/v1/installations?org=${tenant.org}&space=sp-states`);
+    assert.deepEqual(listed.body.items.map((i: any) => [i.id, i.status]), [[id, 'pending']]);
+  });
+
+  it('refuses events a target cannot select, wrong types and unknown properties, naming the field', async function () {
+    const space = await call('POST', '/v1/integrations/webhook/installations', { target: { org: tenant.org, space: 'sp-x' }, configuration: { site_view: true } });
+    assert.equal(space.status, 400);
+    assert.equal(space.body.error, 'invalid_request');
+    assert.deepEqual(space.body.details.map((d: any) => d.field), ['configuration.site_view']);
+    const site = await call('POST', '/v1/integrations/webhook/installations', { target: { org: tenant.org, site: 'site-x' }, configuration: { space_content_updated: true } });
+    assert.deepEqual(site.body.details.map((d: any) => d.field), ['configuration.space_content_updated']);
+    const created = await call('POST', '/v1/integrations/webhook/installations', { target: { org: tenant.org, site: 'site-x' } });
+    const patch = await call('PATCH', `/v1/installations/${created.body.id}/configuration`, { page_feedback: 'yes', colour: 'red', webhook_url: 'ftp://x' });
+    assert.equal(patch.status, 400);
+    assert.deepEqual(patch.body.details.map((d: any) => d.field).sort(), ['configuration.colour', 'configuration.page_feedback', 'configuration.webhook_url']);
+    const after = await call('GET', `/v1/installations/${created.body.id}`);
+    assert.deepEqual(after.body.configuration, {}, 'a refused edit changes nothing');
+  });
+
+  it('routes site events to site installations only, and records paused ones as skipped', async function () {
+    const site = await platform.webhook(tenant.token, { org: tenant.org, site: 'site-1' }, receiver.url, { site_view: true });
+    const space = await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
+    const ingest = await platform.admin('POST', '/v1/events', siteViewEvent(tenant.org, 'site-1'));
+    assert.deepEqual(ingest.body.deliveries, [`${ingest.body.eventId}:${site.id}`], 'the space installation gets nothing');
+    const delivered = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
+    assert.equal(delivered.status, 'delivered');
+    assert.equal(JSON.parse(receiver.requests.at(-1)!.body).siteId, 'site-1');
+
+    const paused = await call('POST', `/v1/installations/${space.id}/pause`);
+    assert.equal(paused.body.status, 'paused');
+    const before = receiver.requests.length;
+    const skippedIngest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1'));
+    const skipped = await platform.finalDelivery(skippedIngest.body.deliveries[0], tenant.token);
+    assert.equal(skipped.status, 'skipped');
+    assert.equal(skipped.skipReason, 'installation_paused');
+    assert.equal(skipped.attempts.length, 0);
+    const resumed = await call('POST', `/v1/installations/${space.id}/resume`);
+    assert.equal(resumed.body.status, 'active');
+    const again = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1'));
+    assert.equal((await platform.finalDelivery(again.body.deliveries[0], tenant.token)).status, 'delivered');
+    assert.equal(receiver.requests.length, before + 1);
+  });
+
+  it('an organization installation hears events of every space and site of its organization', async function () {
+    const own = await platform.tenant();
+    const org = await platform.webhook(own.token, { org: own.org }, receiver.url, { space_content_updated: true, page_feedback: true });
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'any-space'));
+    assert.ok(ingest.body.deliveries.includes(`${ingest.body.eventId}:${org.id}`));
+    const other = await platform.tenant();
+    const foreign = await platform.admin('POST', '/v1/events', spaceEvent(other.org, 'any-space'));
+    assert.deepEqual(foreign.body.deliveries, [], 'another organization’s event never reaches it');
+  });
+
+  it('rotates the signing secret: both v1 signatures verify for 24 h', async function () {
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-rotate' }, receiver.url, { space_content_updated: true });
+    const rotated = await call('POST', `/v1/installations/${hook.id}/signing-secret/rotate`);
+    assert.equal(rotated.status, 200);
+    assert.match(rotated.body.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.notEqual(rotated.body.secret, hook.secret);
+    assert.equal((await call('GET', `/v1/installations/${hook.id}/signing-secret`)).body.secret, rotated.body.secret);
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-rotate'));
+    await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
+    const request = receiver.requests.find((r) => JSON.parse(r.body).eventId === ingest.body.eventId)!;
+    const header = String(request.headers['x-platform-signature']);
+    assert.match(header, /^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    assert.equal(verifySignature(header, request.body, rotated.body.secret).valid, true);
+    assert.equal(verifySignature(header, request.body, hook.secret).valid, true);
+    assert.equal(verifySignature(header, request.body, 'whsec_other').valid, false);
+  });
+
+  it('deletes: the installation disappears and receives nothing more', async function () {
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-delete' }, receiver.url, { space_content_updated: true });
+    assert.equal((await call('DELETE', `/v1/installations/${hook.id}`)).status, 204);
+    assert.equal((await call('GET', `/v1/installations/${hook.id}`)).status, 404);
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-delete'));
+    assert.deepEqual(ingest.body.deliveries, []);
+  });
+
+  it('keeps history bounded: continues as new after the limit, with its state', async function () {
+    const id = `ins_can${Date.now()}`;
+    const state = newInstallationState({ id, integration: 'webhook', target: { org: tenant.org, space: 'sp-can' }, signingSecret: newSigningSecret() }, new Date().toISOString());
+    const handle = await platform.client.workflow.start(installationWorkflow, { workflowId: installationWorkflowId(id), taskQueue: platform.taskQueue, args: [state, 3] });
+    const firstRun = handle.firstExecutionRunId;
+    for (const [key, value] of [['webhook_url', receiver.url], ['space_content_updated', true], ['space_content_updated', false], ['space_content_updated', true]] as const) {
+      const answer = await call('PATCH', `/v1/installations/${id}/configuration`, { [key]: value });
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    }
+    const runId = await waitFor(async () => {
+      const description = await platform.client.workflow.getHandle(installationWorkflowId(id)).describe();
+      return description.runId !== firstRun && description.status.name === 'RUNNING' ? description.runId : undefined;
+    }, 10_000, 'a new run');
+    assert.notEqual(runId, firstRun);
+    const current = await call('GET', `/v1/installations/${id}`);
+    assert.equal(current.body.status, 'active');
+    assert.deepEqual(current.body.configuration, { webhook_url: receiver.url, space_content_updated: true });
+    const history = await platform.client.workflow.getHandle(installationWorkflowId(id), firstRun).fetchHistory();
+    assert.ok(history.events!.length < 80, `first run history has ${history.events!.length} events`);
+  });
+});
