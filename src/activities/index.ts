@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import { deliveryTargetQuery, installationWorkflowId } from '../workflows/installation';
@@ -37,6 +38,8 @@ export function createActivities(deps: ActivityDependencies) {
       if (!target.url || !target.events.includes(input.eventType)) return { skipReason: 'event_not_selected' };
       const now = Date.now();
       const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
+      // Heartbeats let Temporal notice a worker that died mid-attempt within seconds.
+      const heartbeat = setInterval(() => Context.current().heartbeat(), 1000);
       const result = await postOnce(
         {
           url: target.url,
@@ -48,7 +51,7 @@ export function createActivities(deps: ActivityDependencies) {
           },
         },
         { allowPrivateTargets: deps.allowPrivateTargets, agents, timeoutMs: deps.attemptTimeoutMs },
-      );
+      ).finally(() => clearInterval(heartbeat));
       deps.logger.info({ deliveryId: input.deliveryId, attempt: input.attempt, statusCode: result.statusCode, error: result.error, durationMs: result.durationMs }, 'delivery attempt');
       return result;
     },

@@ -55,6 +55,7 @@ export const deliveryBodyQuery = wf.defineQuery<string>('body');
 const { attemptDelivery } = wf.proxyActivities<ReturnType<typeof createActivities>>({
   // One HTTP attempt is bounded at 10 s; the margin covers DNS and the secret lookup.
   startToCloseTimeout: '20 seconds',
+  heartbeatTimeout: '4 seconds',
   // Temporal retries only what never produced an HTTP outcome (a worker that died mid-attempt):
   // the attempt's own result, whatever the receiver said, comes back as a value.
   retry: { initialInterval: '1 second', maximumAttempts: 10 },

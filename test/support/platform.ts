@@ -8,6 +8,7 @@ import { connectClient } from '../../src/temporal/client';
 import { EncryptionCodec } from '../../src/temporal/codec';
 import { createWorker } from '../../src/worker';
 import { namespaceFor } from './namespaces';
+import { testSettings } from './settings';
 import { temporalRuntimeLogger } from '../../src/temporal/runtime-logger';
 
 const testLogger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
@@ -46,16 +47,8 @@ export class TestPlatform {
     this.taskQueue = options.taskQueue ?? 'platform';
   }
 
-  static settings() {
-    const address = process.env.TEST_TEMPORAL_ADDRESS;
-    const bundle = process.env.TEST_WORKFLOW_BUNDLE;
-    const encryptionKey = process.env.TEST_ENCRYPTION_KEY;
-    if (!address || !bundle || !encryptionKey) throw new Error('the mocha global fixture (test/support/fixture) did not run');
-    return { address, bundle, encryptionKey };
-  }
-
   async start(): Promise<this> {
-    const { address, bundle, encryptionKey } = TestPlatform.settings();
+    const { address, bundle, encryptionKey } = testSettings();
     const logger = testLogger;
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
     const allowPrivateTargets = this.options.allowPrivateTargets ?? true;

@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+function startWorkerProcess(platform: TestPlatform): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'support', 'worker-process.js'), platform.namespace, platform.taskQueue], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve(child));
+    child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
+  });
+}
+
+describe('a worker killed with SIGKILL mid-delivery', function () {
+  const platform = new TestPlatform(__filename, { worker: false });
+  // Slow answers and a first 503 keep deliveries in flight and in retry waits when the worker dies.
+  const receiver = new ScriptedReceiver((n) => (n % 3 === 0 ? { status: 503 } : { status: 200, delayMs: 1500 }));
+  const deliveries: string[] = [];
+  let tenant: { org: string; token: string };
+  let finals: any[] = [];
+  let inFlightAtKill = 0;
+
+  before(async function () {
+    this.timeout(120_000);
+    await Promise.all([platform.start(), receiver.start()]);
+    let worker = await startWorkerProcess(platform);
+    tenant = await platform.tenant();
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'crash' }, receiver.url, { space_content_updated: true });
+    for (let i = 0; i < 12; i++) {
+      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'crash'));
+      deliveries.push(...ingest.body.deliveries);
+    }
+    await waitFor(async () => (receiver.requests.length >= 4 ? true : undefined), 20_000, 'requests in flight');
+    inFlightAtKill = deliveries.length;
+    worker.kill('SIGKILL');
+    await new Promise((resolve) => worker.once('exit', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    worker = await startWorkerProcess(platform);
+    finals = await Promise.all(deliveries.map((id) => platform.finalDelivery(id, tenant.token, 90_000)));
+    worker.kill('SIGTERM');
+  });
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  it('brings every delivery to a final state after a restart, losing none', function () {
+    assert.equal(deliveries.length, 12);
+    assert.equal(inFlightAtKill, 12);
+    assert.deepEqual(finals.map((d) => d.status), Array(12).fill('delivered'));
+  });
+
+  it('every event reached the receiver (duplicates allowed, losses not)', function () {
+    const seen = new Set(receiver.requests.map((r) => JSON.parse(r.body).eventId));
+    for (const delivery of finals) assert.ok(seen.has(delivery.eventId), `${delivery.eventId} never arrived`);
+  });
+});
