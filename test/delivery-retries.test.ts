@@ -3,8 +3,13 @@ import net from 'node:net';
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver, type Reply } from './support/receiver';
 
-/** Scheduling overhead allowed between the timer firing and the request arriving. */
-const OVERHEAD_MS = 400;
+/**
+ * What the receiver measures is the chosen wait plus the platform's own dispatch (timer
+ * fired -> workflow task -> activity task -> installation query -> connect). Idle that is
+ * tens of milliseconds; with four test files sharing two cores it has reached 500 ms. The
+ * chosen wait itself is checked exactly against SPEC.md's ranges.
+ */
+const OVERHEAD_MS = 750;
 
 interface Scenario {
   receiver: ScriptedReceiver;

@@ -30,7 +30,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
     deps.logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Date.now() - started }, 'request');
   });
   app.use(codecCors(deps.codecCorsOrigins));
-  app.use(koaBody({ jsonLimit: MAX_BODY, formLimit: MAX_BODY, textLimit: MAX_BODY, onError: (err) => Promise.reject(err) }));
+  app.use(koaBody({ jsonLimit: MAX_BODY, formLimit: MAX_BODY, textLimit: MAX_BODY }));
   app.use(routes.router.routes());
   app.use(routes.router.allowedMethods());
   return { app, routes };

@@ -42,6 +42,13 @@ export function fromTemporal(err: unknown): unknown {
   return err;
 }
 
+/** The body parser's errors, said in terms of what the client sent. */
+function bodyParserMessage(err: Error & { type?: string; expose?: boolean; limit?: number }): string {
+  if (err.type === 'entity.too.large') return `request body too large: the limit is ${err.limit ?? 'exceeded'} bytes (1 MiB)`;
+  if (err instanceof SyntaxError || err.type === 'entity.parse.failed') return `request body is not valid JSON: ${err.message}`;
+  return err.expose ? err.message : 'Request refused';
+}
+
 /** First middleware: every error leaves as `{error, message, details}`, never a stack. */
 export function errorMiddleware(logger: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -60,7 +67,7 @@ export function errorMiddleware(logger: Logger) {
       ctx.status = status;
       ctx.body = {
         error: err instanceof ApiError ? err.code : (statusCodes[status] ?? 'invalid_request'),
-        message: err.expose ? err.message : 'Request refused',
+        message: err instanceof ApiError ? err.message : bodyParserMessage(err),
         details: err instanceof ApiError ? err.details : [],
       };
     }

@@ -12,7 +12,7 @@ export const FailureType = {
 } as const;
 
 export function invalid(message: string, details: FieldIssue[] = []): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.invalid, message, details, nonRetryable: true });
+  return ApplicationFailure.create({ type: FailureType.invalid, message, details: [details], nonRetryable: true });
 }
 
 export function conflict(message: string): ApplicationFailure {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Configuration } from '../../integrations/configuration';
 import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
 import { newInstallationId } from '../../ids';
@@ -38,7 +39,9 @@ export function installationApi(deps: ApiDeps) {
   /** The installation if the caller may see it; 404 for missing, deleted and foreign alike. */
   async function load(caller: Caller, id: string): Promise<InstallationView> {
     if (!INSTALLATION_ID.test(id)) throw notFound('installation');
-    const installation = await handle(id).query(installationQuery);
+    const installation = await handle(id)
+      .query(installationQuery)
+      .catch((err) => Promise.reject(err instanceof WorkflowNotFoundError ? notFound('installation') : err));
     if (installation.status === 'deleted') throw notFound('installation');
     requireMember(caller, installation.target.org, 'installation');
     return installation;

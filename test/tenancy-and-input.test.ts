@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { TestPlatform, spaceEvent } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+describe('tenancy and bad input', function () {
+  const platform = new TestPlatform(__filename);
+  const receiver = new ScriptedReceiver((n) => ({ status: n === 0 ? 500 : 200 }));
+  let a: { org: string; token: string };
+  let b: { org: string; token: string };
+  let hookA: { id: string };
+  let deliveryA: string;
+
+  before(async function () {
+    await Promise.all([platform.start(), receiver.start()]);
+    [a, b] = await Promise.all([platform.tenant(), platform.tenant()]);
+    hookA = await platform.webhook(a.token, { org: a.org, space: 'sp-a' }, receiver.url, { space_content_updated: true });
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(a.org, 'sp-a'));
+    deliveryA = ingest.body.deliveries[0];
+    await platform.finalDelivery(deliveryA, a.token);
+  });
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  describe('a member of another organization', function () {
+    const as = (method: string, path: string, body?: unknown) => platform.http(method, path, { token: b.token, body });
+
+    it('cannot read, change, pause, rotate or delete its installations: 404, as if absent', async function () {
+      for (const [method, path, body] of [
+        ['GET', `/v1/installations/${hookA.id}`],
+        ['PATCH', `/v1/installations/${hookA.id}/configuration`, { webhook_url: 'https://example.com/' }],
+        ['POST', `/v1/installations/${hookA.id}/pause`],
+        ['GET', `/v1/installations/${hookA.id}/signing-secret`],
+        ['POST', `/v1/installations/${hookA.id}/signing-secret/rotate`],
+        ['DELETE', `/v1/installations/${hookA.id}`],
+      ] as const) {
+        const answer = await as(method, path, body);
+        assert.equal(answer.status, 404, `${method} ${path}`);
+        assert.deepEqual(answer.body, { error: 'not_found', message: 'installation not found', details: [] });
+      }
+      const missing = await as('GET', '/v1/installations/ins_doesnotexist');
+      assert.deepEqual(missing.body, { error: 'not_found', message: 'installation not found', details: [] }, 'foreign and missing look alike');
+      assert.equal((await platform.http('GET', `/v1/installations/${hookA.id}`, { token: a.token })).body.status, 'active', 'untouched');
+    });
+
+    it('cannot read, list or replay its deliveries', async function () {
+      assert.equal((await as('GET', `/v1/deliveries/${deliveryA}`)).status, 404);
+      assert.equal((await as('POST', `/v1/deliveries/${deliveryA}/replay`)).status, 404);
+      assert.equal((await as('POST', '/v1/deliveries/replay', { installation: hookA.id, status: 'failed' })).status, 404);
+      assert.equal((await as('GET', `/v1/deliveries?installation=${hookA.id}`)).status, 404);
+      assert.deepEqual((await as('GET', `/v1/deliveries?org=${a.org}`)).body.items, []);
+      assert.deepEqual((await as('GET', `/v1/installations?org=${a.org}`)).body.items, []);
+    });
+
+    it('cannot install into it', async function () {
+      const answer = await as('POST', '/v1/integrations/webhook/installations', { target: { org: a.org } });
+      assert.equal(answer.status, 404);
+    });
+  });
+
+  it('refuses missing and unknown tokens with 401, and admin routes to members with 403', async function () {
+    assert.equal((await platform.http('GET', '/v1/installations')).status, 401);
+    assert.equal((await platform.http('GET', '/v1/installations', { token: 'ptk_nope' })).status, 401);
+    const asMember = await platform.http('POST', '/v1/events', { token: a.token, body: spaceEvent(a.org, 'sp-a') });
+    assert.equal(asMember.status, 403);
+    assert.equal((await platform.http('POST', '/v1/orgs', { token: a.token, body: { id: 'x', subdomain: 'x', title: 'x' } })).status, 403);
+  });
+
+  it('refuses a taken organization id or subdomain with 409', async function () {
+    const again = await platform.admin('POST', '/v1/orgs', { id: `${a.org}-2`, subdomain: a.org, title: 'dup' });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error, 'conflict');
+    const bad = await platform.admin('POST', '/v1/orgs', { id: 'Bad Id', subdomain: 'ok-sub', title: '' });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body.details.map((d: any) => d.field), ['id', 'title']);
+  });
+
+  describe('POST /v1/events', function () {
+    const post = (body: unknown) => platform.admin('POST', '/v1/events', body);
+
+    it('bad JSON: 400 that says so', async function () {
+      const answer = await platform.http('POST', '/v1/events', { token: platform.adminToken, raw: '{"type": ', headers: { 'content-type': 'application/json' } });
+      assert.equal(answer.status, 400);
+      assert.equal(answer.body.error, 'invalid_request');
+      assert.match(answer.body.message, /JSON/i);
+      assert.doesNotMatch(JSON.stringify(answer.body), /at .*\.js:\d+/, 'no stack trace');
+    });
+
+    it('unknown event type: 400 naming type', async function () {
+      const answer = await post({ ...spaceEvent(a.org, 'sp-a'), type: 'space_deleted' });
+      assert.equal(answer.status, 400);
+      assert.deepEqual(answer.body.details, [{ field: 'type', message: 'must be one of space_content_updated, site_view, page_feedback' }]);
+    });
+
+    it('missing and misspelt fields: 400 naming each', async function () {
+      const { revisionId: _r, ...missing } = spaceEvent(a.org, 'sp-a') as Record<string, unknown>;
+      const answer = await post({ ...missing, spaceid: 'x' });
+      assert.equal(answer.status, 400);
+      assert.deepEqual(answer.body.details.map((d: any) => d.field).sort(), ['revisionId', 'spaceid']);
+      const nested = await post({ type: 'site_view', organizationId: a.org, siteId: 's', url: 'u', referrer: '', visitor: { anonymousId: 'a', userAgent: 'u', ip: 1, cookies: {} } });
+      assert.deepEqual(nested.body.details, [{ field: 'visitor.ip', message: 'must be string' }]);
+    });
+
+    it('a body over 1 MiB: 413 with a clear message', async function () {
+      const answer = await post({ ...spaceEvent(a.org, 'sp-a'), revisionId: 'r'.repeat(1024 * 1024 + 10) });
+      assert.equal(answer.status, 413);
+      assert.equal(answer.body.error, 'payload_too_large');
+      assert.match(answer.body.message, /too large/i);
+    });
+
+    it('an unknown organization: 404', async function () {
+      const answer = await post(spaceEvent('org-missing', 'sp'));
+      assert.equal(answer.status, 404);
+    });
+  });
+});
