@@ -21,6 +21,8 @@ export interface TestPlatformOptions {
   attemptTimeoutMs?: number;
   /** Skip the worker (to run it in another process). */
   worker?: boolean;
+  /** Share another platform's administrator (two APIs of one deployment). */
+  adminToken?: string;
 }
 
 export interface HttpAnswer<T = any> {
@@ -31,7 +33,7 @@ export interface HttpAnswer<T = any> {
 
 /** A real API on a real listener and a real worker, against the run's dev server. */
 export class TestPlatform {
-  readonly adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  readonly adminToken: string;
   client!: Client;
   api!: RunningApi;
   worker?: Worker;
@@ -44,6 +46,7 @@ export class TestPlatform {
     private readonly options: TestPlatformOptions = {},
   ) {
     this.namespace = namespaceFor(testFile);
+    this.adminToken = options.adminToken ?? `adm_${randomBytes(16).toString('hex')}`;
     this.taskQueue = options.taskQueue ?? 'platform';
   }
 
