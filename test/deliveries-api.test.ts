@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+describe('listing and replaying deliveries', function () {
+  const platform = new TestPlatform(__filename);
+  let failing = true;
+  const receiver = new ScriptedReceiver(() => ({ status: failing ? 400 : 200 }));
+  let tenant: { org: string; token: string };
+  let hook: { id: string };
+  let failedIds: string[] = [];
+  let startedAt = '';
+
+  before(async function () {
+    await Promise.all([platform.start(), receiver.start()]);
+    tenant = await platform.tenant();
+    hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, receiver.url, { space_content_updated: true });
+    startedAt = new Date(Date.now() - 1000).toISOString();
+    const ingests = await Promise.all([1, 2, 3].map(() => platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'))));
+    failedIds = ingests.map((i) => i.body.deliveries[0]);
+    for (const id of failedIds) assert.equal((await platform.finalDelivery(id, tenant.token)).status, 'failed');
+    failing = false;
+  });
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  const get = (path: string) => platform.http('GET', path, { token: tenant.token });
+  const listed = (query: string, count: number) =>
+    waitFor(async () => {
+      const answer = await get(`/v1/deliveries?${query}`);
+      return answer.body.items?.length === count ? answer.body : undefined;
+    }, 15_000, `${count} deliveries for ${query}`);
+
+  it('shows each attempt of a delivery', async function () {
+    const delivery = (await get(`/v1/deliveries/${failedIds[0]}`)).body;
+    assert.equal(delivery.installationId, hook.id);
+    assert.equal(delivery.eventType, 'space_content_updated');
+    assert.equal(delivery.url, receiver.url);
+    assert.equal(delivery.attempts.length, 1);
+    const [attempt] = delivery.attempts;
+    assert.equal(attempt.attempt, 1);
+    assert.equal(attempt.statusCode, 400);
+    assert.ok(Date.parse(attempt.startedAt) >= Date.parse(startedAt));
+    assert.equal(typeof attempt.durationMs, 'number');
+  });
+
+  it('lists and filters by installation, status, eventId and since, with pages', async function () {
+    const all = await listed(`installation=${hook.id}&status=failed`, 3);
+    assert.deepEqual(all.items.map((d: any) => d.id).sort(), [...failedIds].sort());
+    assert.ok(all.items.every((d: any) => d.status === 'failed' && d.installationId === hook.id && d.eventType === 'space_content_updated'));
+    const eventId = failedIds[1]!.split(':')[0];
+    assert.deepEqual((await listed(`eventId=${eventId}`, 1)).items[0].id, failedIds[1]);
+    assert.equal((await get(`/v1/deliveries?installation=${hook.id}&status=delivered`)).body.items.length, 0);
+    assert.equal((await get(`/v1/deliveries?installation=${hook.id}&since=${new Date(Date.now() + 60_000).toISOString()}`)).body.items.length, 0);
+    const first = await get(`/v1/deliveries?installation=${hook.id}&limit=2`);
+    assert.equal(first.body.items.length, 2);
+    assert.ok(first.body.nextPageToken);
+    const second = await get(`/v1/deliveries?installation=${hook.id}&limit=2&pageToken=${first.body.nextPageToken}`);
+    assert.equal(second.body.items.length, 1);
+    assert.equal(new Set([...first.body.items, ...second.body.items].map((d: any) => d.id)).size, 3);
+  });
+
+  it('refuses a bad filter with 400 naming it', async function () {
+    const answer = await get(`/v1/deliveries?status=lost&since=yesterday`);
+    assert.equal(answer.status, 400);
+    assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'since']);
+  });
+
+  it('replays one delivery: a new delivery, same body and eventId', async function () {
+    const original = failedIds[0]!;
+    const answer = await platform.http('POST', `/v1/deliveries/${original}/replay`, { token: tenant.token });
+    assert.equal(answer.status, 202);
+    assert.equal(answer.body.id, `${original}:replay-1`);
+    const replay = await platform.finalDelivery(answer.body.id, tenant.token);
+    assert.equal(replay.status, 'delivered');
+    assert.equal(replay.replayOf, original);
+    const bodies = receiver.requests.filter((r) => JSON.parse(r.body).eventId === original.split(':')[0]).map((r) => r.body);
+    assert.equal(bodies.length, 2, 'the receiver saw the same eventId twice');
+    assert.equal(bodies[0], bodies[1], 'byte for byte');
+    const again = await platform.http('POST', `/v1/deliveries/${original}/replay`, { token: tenant.token });
+    assert.equal(again.body.id, `${original}:replay-2`);
+    await platform.finalDelivery(again.body.id, tenant.token);
+  });
+
+  it('bulk-replays the failed deliveries of an installation in a time range, once per event', async function () {
+    await listed(`installation=${hook.id}&status=failed`, 3);
+    const answer = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'failed', since: startedAt, until: new Date().toISOString() } });
+    assert.equal(answer.status, 202);
+    assert.equal(answer.body.count, 3);
+    const replays = await Promise.all(answer.body.ids.map((id: string) => platform.finalDelivery(id, tenant.token)));
+    assert.ok(replays.every((d) => d.status === 'delivered'));
+    for (const id of failedIds.slice(1)) {
+      const eventId = id.split(':')[0];
+      assert.equal(receiver.requests.filter((r) => JSON.parse(r.body).eventId === eventId).length, 2, `${eventId} seen again`);
+    }
+    const none = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'failed', until: startedAt } });
+    assert.deepEqual(none.body, { count: 0, ids: [] });
+    const bad = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'delivered' } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.details[0].field, 'status');
+  });
+});
