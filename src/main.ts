@@ -10,6 +10,7 @@ import { EncryptionCodec } from './temporal/codec';
 import { startDevServer, type DevServer } from './temporal/dev-server';
 import { temporalRuntimeLogger } from './temporal/runtime-logger';
 import { createWorker } from './worker';
+import { ensureSearchAttributes } from './temporal/search-attributes-setup';
 
 /**
  * `npm start`: the embedded default. Without TEMPORAL_ADDRESS it runs a Temporal dev
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
   const address = config.temporalAddress ?? devServer!.address;
   const settings = { address, namespace: config.temporalNamespace, encryptionKey };
   const client = await connectClient(settings);
+  await ensureSearchAttributes(client.connection, settings.namespace);
   const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, allowPrivateTargets, logger });
   const workerRun = worker.run();
   const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];

@@ -4,6 +4,7 @@ import { configFromEnv, requireSetting } from './config';
 import { createLogger } from './logger';
 import { connectClient, dataConverter } from './temporal/client';
 import { temporalRuntimeLogger } from './temporal/runtime-logger';
+import { ensureSearchAttributes } from './temporal/search-attributes-setup';
 
 export interface WorkerOptions extends ActivityDependencies {
   address: string;
@@ -40,6 +41,7 @@ async function main(): Promise<void> {
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
   };
   const client = await connectClient(settings);
+  await ensureSearchAttributes(client.connection, settings.namespace);
   const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, allowPrivateTargets: config.allowPrivateTargets, logger });
   logger.info({ taskQueue: config.taskQueue }, 'worker running');
   await worker.run();

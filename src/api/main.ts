@@ -3,6 +3,7 @@ import { createLogger } from '../logger';
 import { connectClient } from '../temporal/client';
 import { EncryptionCodec } from '../temporal/codec';
 import { startApi } from './app';
+import { ensureSearchAttributes } from '../temporal/search-attributes-setup';
 
 /** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
 async function main(): Promise<void> {
@@ -10,6 +11,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'api');
   const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
   const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey });
+  await ensureSearchAttributes(client.connection, config.temporalNamespace);
   const api = await startApi(
     {
       client,

@@ -12,3 +12,4 @@ export const EventTypeKey = defineSearchAttributeKey('EventType', SearchAttribut
 export const DeliveryStatusKey = defineSearchAttributeKey('DeliveryStatus', SearchAttributeType.KEYWORD);
 
 export const searchAttributeKeys = [InstallationIdKey, OrganizationIdKey, EventIdKey, EventTypeKey, DeliveryStatusKey];
+

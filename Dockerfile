@@ -1,0 +1,22 @@
+# One image for the API and the worker; docker-compose.yml picks the entry point.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY test ./test
+COPY bench ./bench
+COPY bin ./bin
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/bin ./bin
+USER node
+EXPOSE 8080
+CMD ["node", "dist/src/api/main.js"]

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+
+const root = path.join(__dirname, '..', '..');
+const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+
+function sources(dir: string): string[] {
+  return readdirSync(path.join(root, dir)).flatMap((name) => {
+    const file = path.join(dir, name);
+    return statSync(path.join(root, file)).isDirectory() ? sources(file) : file.endsWith('.ts') ? [file] : [];
+  });
+}
+
+/** Every environment variable a file reads, and those it cannot start without. */
+function envRead(files: string[]): { all: Set<string>; required: Set<string> } {
+  const all = new Set<string>();
+  const required = new Set<string>();
+  for (const file of files) {
+    const text = read(file);
+    for (const [, name] of text.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)) all.add(name!);
+    for (const [, name] of text.matchAll(/requireSetting\(config, '\w+', '([A-Z][A-Z0-9_]+)'\)/g)) required.add(name!);
+  }
+  return { all, required };
+}
+
+describe('deployment files', function () {
+  const compose = parse(read('docker-compose.yml'));
+  const services = compose.services as Record<string, any>;
+  const envOf = (service: string) => services[service].environment as Record<string, string>;
+
+  it('docker-compose.yml runs Temporal on PostgreSQL, its UI, and the API and worker from one Dockerfile', function () {
+    assert.deepEqual(Object.keys(services).sort(), ['api', 'postgresql', 'temporal', 'temporal-ui', 'worker']);
+    assert.match(services.postgresql.image, /^postgres:\d+/);
+    assert.match(services.temporal.image, /^temporalio\/auto-setup:\d+\.\d+\.\d+$/);
+    assert.match(services['temporal-ui'].image, /^temporalio\/ui:\d+\.\d+\.\d+$/);
+    assert.equal(envOf('temporal').DB, 'postgres12');
+    assert.equal(envOf('temporal').POSTGRES_SEEDS, 'postgresql');
+    assert.equal(services.api.build, '.');
+    assert.equal(services.worker.build, '.');
+    assert.deepEqual(services.api.command, ['node', 'dist/src/api/main.js']);
+    assert.deepEqual(services.worker.command, ['node', 'dist/src/worker.js']);
+    assert.match(read('Dockerfile'), /npm run build/);
+  });
+
+  it('each entry point gets every variable it requires, and nothing it does not read', function () {
+    const shared = ['src/config.ts', 'src/logger.ts'];
+    const apiFiles = [...shared, ...sources('src/api')];
+    const workerFiles = [...shared, 'src/worker.ts', ...sources('src/activities')];
+    for (const [service, files, entry] of [['api', apiFiles, 'src/api/main.ts'], ['worker', workerFiles, 'src/worker.ts']] as const) {
+      const { all, required } = envRead([...files, entry]);
+      assert.ok(required.size >= 2, `${entry} requires ${[...required]}`);
+      for (const name of required) assert.ok(name in envOf(service), `${service} lacks ${name}`);
+      for (const name of Object.keys(envOf(service))) assert.ok(all.has(name), `${service} sets ${name}, which its code never reads`);
+    }
+  });
+
+  it('ports line up: the API listens where it is published, the UI and services reach Temporal on its port', function () {
+    assert.deepEqual(services.api.ports, [`${envOf('api').PORT}:${envOf('api').PORT}`]);
+    assert.deepEqual(services.temporal.ports, ['7233:7233']);
+    for (const service of ['api', 'worker', 'temporal-ui']) assert.equal(envOf(service).TEMPORAL_ADDRESS, 'temporal:7233', service);
+    assert.equal(envOf('temporal-ui').TEMPORAL_CODEC_ENDPOINT, `${envOf('api').PLATFORM_BASE_URL}/codec`);
+    const uiPublished = services['temporal-ui'].ports[0].split(':')[0];
+    assert.equal(envOf('api').PLATFORM_CODEC_CORS_ORIGINS, `http://localhost:${uiPublished}`);
+  });
+
+  it('the README documents every variable the code reads', function () {
+    const readme = read('README.md');
+    const { all } = envRead(sources('src'));
+    assert.ok(all.size >= 10);
+    for (const name of all) assert.match(readme, new RegExp(`\\b${name}\\b`), `README does not mention ${name}`);
+  });
+});
