@@ -1,0 +1,67 @@
+import { parseArgs } from 'node:util';
+import { ApiClient, CliError } from './api-client';
+import { listDeliveries, replayDelivery, replayFailed, showDelivery, type Output } from './deliveries';
+
+const USAGE = `platform: operate the integration platform
+
+Usage:
+  platform deliveries list [--installation ID] [--status pending|delivered|failed|skipped]
+                           [--event-id ID] [--since ISO] [--org ID] [--limit N] [--page-token T]
+  platform deliveries show <delivery id>
+  platform deliveries replay <delivery id>
+  platform deliveries replay-failed --installation ID [--since ISO] [--until ISO]
+
+Options:
+  --api URL      API base URL (env PLATFORM_API_URL, default http://localhost:8080)
+  --token TOKEN  bearer token (env PLATFORM_TOKEN)
+  --json         machine-readable output
+  -h, --help     this text`;
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: string) => void): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      api: { type: 'string' },
+      token: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+      installation: { type: 'string' },
+      status: { type: 'string' },
+      'event-id': { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      org: { type: 'string' },
+      limit: { type: 'string' },
+      'page-token': { type: 'string' },
+    },
+  });
+  const [group, command, id] = positionals;
+  if (values.help || !group) return print(USAGE);
+  const api = new ApiClient((values.api ?? env.PLATFORM_API_URL ?? 'http://localhost:8080').replace(/\/+$/, ''), values.token ?? env.PLATFORM_TOKEN);
+  const output: Output = { json: values.json, print };
+  const needId = () => id ?? Promise.reject(new CliError(`missing <delivery id>`, `platform deliveries ${command} <delivery id>`, 2));
+  if (group === 'deliveries') {
+    switch (command) {
+      case 'list':
+        return listDeliveries(api, output, { installation: values.installation, status: values.status, eventId: values['event-id'], since: values.since, org: values.org, limit: values.limit, pageToken: values['page-token'] });
+      case 'show':
+        return showDelivery(api, output, await needId());
+      case 'replay':
+        return replayDelivery(api, output, await needId());
+      case 'replay-failed':
+        return replayFailed(api, output, { installation: values.installation, since: values.since, until: values.until });
+    }
+  }
+  throw new CliError(`unknown command "${positionals.join(' ')}"`, 'platform --help lists the commands', 2);
+}
+
+/** The one top-level handler: a CliError prints its message and hint; anything else, its message. */
+export function main(): void {
+  run(process.argv.slice(2), process.env, (text) => process.stdout.write(`${text}\n`)).catch((err: unknown) => {
+    const usage = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const error = err instanceof CliError ? err : new CliError(err instanceof Error ? err.message : String(err), usage ? 'platform --help lists the options' : undefined, usage ? 2 : 1);
+    process.stderr.write(`error: ${error.message}\n${error.hint ? `hint: ${error.hint}\n` : ''}`);
+    process.exitCode = error.exitCode;
+  });
+}

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { deliveryDetail, table } from '../src/cli/format';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+const bin = path.join(__dirname, '..', '..', 'bin', 'platform.js');
+
+describe('the platform CLI', function () {
+  describe('formatting', function () {
+    it('aligns tables and says (none) for no rows', function () {
+      const rows = [{ a: 'x', b: '1' }, { a: 'longer', b: '22' }];
+      assert.equal(table(rows, [{ header: 'A', value: (r) => r.a }, { header: 'B', value: (r) => r.b }]), 'A       B\nx       1\nlonger  22');
+      assert.equal(table([], [{ header: 'A', value: String }]), '(none)');
+    });
+    it('shows each attempt with its outcome and the wait that followed', function () {
+      const text = deliveryDetail({
+        id: 'evt_1:ins_1', status: 'failed', eventType: 'site_view', createdAt: 't0', url: 'https://r/',
+        attempts: [{ attempt: 1, startedAt: 't1', durationMs: 12, statusCode: 500, responseBody: 'oops\nmore', nextDelayMs: 1042 }, { attempt: 2, startedAt: 't2', durationMs: 10000, error: 'timeout' }],
+      });
+      assert.match(text, /^Status {4}failed$/m);
+      assert.match(text, /^1 +t1 +12 ms +HTTP 500 +1042 ms +oops more$/m);
+      assert.match(text, /^2 +t2 +10000 ms +timeout +-$/m);
+    });
+  });
+
+  describe('against the running API', function () {
+    const platform = new TestPlatform(__filename);
+    const receiver = new ScriptedReceiver((n) => ({ status: n < 2 ? 404 : 200 }));
+    let env: NodeJS.ProcessEnv;
+    let hook: { id: string };
+    let failed: string[] = [];
+    const cli = async (...args: string[]) => {
+      try {
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], { env });
+        return { code: 0, stdout, stderr };
+      } catch (err) {
+        const e = err as { code: number; stdout: string; stderr: string };
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    };
+
+    before(async function () {
+      await Promise.all([platform.start(), receiver.start()]);
+      const tenant = await platform.tenant();
+      env = { ...process.env, PLATFORM_API_URL: platform.api.url, PLATFORM_TOKEN: tenant.token };
+      hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, receiver.url, { space_content_updated: true });
+      for (let i = 0; i < 2; i++) {
+        const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'));
+        failed.push((await platform.finalDelivery(ingest.body.deliveries[0], tenant.token)).id);
+      }
+      await waitFor(async () => ((await platform.http('GET', `/v1/deliveries?installation=${hook.id}&status=failed`, { token: tenant.token })).body.items.length === 2 ? true : undefined), 15_000, 'visibility');
+    });
+    after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+    it('lists deliveries as a table and as JSON', async function () {
+      const human = await cli('deliveries', 'list', '--installation', hook.id, '--status', 'failed');
+      assert.equal(human.code, 0, human.stderr);
+      assert.match(human.stdout, /^DELIVERY +STATUS +EVENT +CREATED$/m);
+      for (const id of failed) assert.match(human.stdout, new RegExp(`^${id} +failed +space_content_updated +\\d{4}-`, 'm'));
+      const json = JSON.parse((await cli('deliveries', 'list', '--installation', hook.id, '--json')).stdout);
+      assert.deepEqual(json.items.map((d: any) => d.id).sort(), [...failed].sort());
+    });
+
+    it('shows one delivery with its attempts', async function () {
+      const shown = await cli('deliveries', 'show', failed[0]!);
+      assert.match(shown.stdout, /^Status {4}failed$/m);
+      assert.match(shown.stdout, /^1 +\S+ +\d+ ms +HTTP 404 /m);
+      assert.equal(JSON.parse((await cli('deliveries', 'show', failed[0]!, '--json')).stdout).attempts[0].statusCode, 404);
+    });
+
+    it('replays one, then the failed ones of an installation since a time', async function () {
+      const one = await cli('deliveries', 'replay', failed[0]!, '--json');
+      assert.equal(JSON.parse(one.stdout).id, `${failed[0]}:replay-1`);
+      const bulk = await cli('deliveries', 'replay-failed', '--installation', hook.id, '--since', new Date(Date.now() - 600_000).toISOString());
+      assert.equal(bulk.code, 0, bulk.stderr);
+      assert.match(bulk.stdout, /^Replaying 2 failed deliveries:$/m);
+      const replayed = bulk.stdout.trim().split('\n').slice(1);
+      const finals = await Promise.all([JSON.parse(one.stdout).id, ...replayed].map((id: string) => platform.finalDelivery(id, env.PLATFORM_TOKEN!)));
+      assert.deepEqual(finals.map((d) => d.status), ['delivered', 'delivered', 'delivered']);
+    });
+
+    it('explains errors and exits non-zero', async function () {
+      const missing = await cli('deliveries', 'show', 'evt_nope:ins_nope');
+      assert.equal(missing.code, 1);
+      assert.equal(missing.stderr, 'error: 404 delivery not found\n');
+      const unauthorized = await promisify(execFile)(process.execPath, [bin, 'deliveries', 'list'], { env: { ...env, PLATFORM_TOKEN: 'bad' } }).catch((e) => e);
+      assert.equal(unauthorized.code, 1);
+      assert.match(unauthorized.stderr, /^error: 401 missing or invalid bearer token\nhint: check --token/);
+      const usage = await cli('deliveries', 'replay-failed');
+      assert.equal(usage.code, 2);
+      assert.match(usage.stderr, /--installation is required/);
+      const unknown = await cli('deliveries', 'list', '--bogus');
+      assert.equal(unknown.code, 2);
+    });
+  });
+});
