@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import { deliveryTargetQuery, installationWorkflowId } from '../workflows/installation';
@@ -6,6 +5,15 @@ import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import type { AttemptResult } from '../webhooks/schedule';
 import { createAgents, postOnce } from './http-attempt';
 import { PLATFORM_VERSION } from '../version';
+import { TtlCache } from './ttl-cache';
+
+/**
+ * How long a worker reuses an installation's URL, selection and secrets. A burst of events
+ * to one installation then costs one query, not one per attempt; a pause, a URL change or a
+ * rotation reaches attempts already scheduled within this time (new events see it at once,
+ * through the fan-out).
+ */
+const TARGET_TTL_MS = 1000;
 
 export interface ActivityDependencies {
   client: Client;
@@ -27,19 +35,18 @@ export type AttemptOutcome = AttemptResult | { skipReason: string };
 /** Activities get their dependencies from the worker, so tests hand in real or local ones. */
 export function createActivities(deps: ActivityDependencies) {
   const agents = createAgents();
+  const targets = new TtlCache(TARGET_TTL_MS, (installationId: string) => deps.client.workflow.getHandle(installationWorkflowId(installationId)).query(deliveryTargetQuery));
   return {
     /**
      * One attempt: reads the installation now (a pause, a new URL or a rotated secret
      * apply from the next attempt on), signs with a fresh timestamp, POSTs once.
      */
     async attemptDelivery(input: AttemptInput): Promise<AttemptOutcome> {
-      const target = await deps.client.workflow.getHandle(installationWorkflowId(input.installationId)).query(deliveryTargetQuery);
+      const target = await targets.get(input.installationId);
       if (target.status === 'paused' || target.status === 'deleted') return { skipReason: `installation_${target.status}` };
       if (!target.url || !target.events.includes(input.eventType)) return { skipReason: 'event_not_selected' };
       const now = Date.now();
       const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
-      // Heartbeats let Temporal notice a worker that died mid-attempt within seconds.
-      const heartbeat = setInterval(() => Context.current().heartbeat(), 1000);
       const result = await postOnce(
         {
           url: target.url,
@@ -51,7 +58,7 @@ export function createActivities(deps: ActivityDependencies) {
           },
         },
         { allowPrivateTargets: deps.allowPrivateTargets, agents, timeoutMs: deps.attemptTimeoutMs },
-      ).finally(() => clearInterval(heartbeat));
+      );
       deps.logger.info({ deliveryId: input.deliveryId, attempt: input.attempt, statusCode: result.statusCode, error: result.error, durationMs: result.durationMs }, 'delivery attempt');
       return result;
     },

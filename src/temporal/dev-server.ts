@@ -19,6 +19,7 @@ export interface DevServerOptions {
 
 export interface DevServer {
   address: string;
+  pid?: number;
   uiUrl?: string;
   stop(): Promise<void>;
 }
@@ -62,6 +63,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   await waitUntilServing(address, child);
   return {
     address,
+    pid: child.pid,
     uiUrl: options.ui ? `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${options.ui.port}` : undefined,
     stop: () => stopChild(child),
   };
