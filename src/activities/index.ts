@@ -5,7 +5,7 @@ import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import type { AttemptResult } from '../webhooks/schedule';
 import { createAgents, postOnce } from './http-attempt';
 import { PLATFORM_VERSION } from '../version';
-import { TtlCache } from './ttl-cache';
+import { TtlCache } from '../ttl-cache';
 
 /**
  * How long a worker reuses an installation's URL, selection and secrets. A burst of events

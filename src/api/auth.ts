@@ -1,7 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { ApiError, notFound } from './errors';
-import { DIRECTORY_WORKFLOW_ID, principalQuery } from '../workflows/directory';
+import { DIRECTORY_WORKFLOW_ID, principalQuery, type Principal } from '../workflows/directory';
+import { TtlCache } from '../ttl-cache';
 
 export type Caller = { kind: 'admin' } | { kind: 'member'; userId: string; orgs: string[] };
 
@@ -22,30 +23,24 @@ function sameSecret(a: string, b: string): boolean {
  * Temporal round trip; two API processes agree within that TTL.
  */
 export class Authenticator {
-  private readonly cache = new Map<string, { caller: Caller | null; until: number }>();
+  private readonly principals: TtlCache<string, Principal | null>;
 
   constructor(
-    private readonly client: Client,
+    client: Client,
     private readonly adminToken: string,
-    private readonly ttlMs = 5_000,
-  ) {}
+    ttlMs = 5_000,
+  ) {
+    this.principals = new TtlCache(ttlMs, (hash) => client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(principalQuery, hash));
+  }
 
   async resolve(authorization: string | undefined): Promise<Caller> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!match) throw unauthorized();
     const token = match[1]!;
     if (sameSecret(token, this.adminToken)) return { kind: 'admin' };
-    const hash = hashToken(token);
-    const now = Date.now();
-    let entry = this.cache.get(hash);
-    if (!entry || entry.until < now) {
-      const principal = await this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(principalQuery, hash);
-      entry = { caller: principal ? { kind: 'member', ...principal } : null, until: now + this.ttlMs };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, entry);
-    }
-    if (!entry.caller) throw unauthorized();
-    return entry.caller;
+    const principal = await this.principals.get(hashToken(token));
+    if (!principal) throw unauthorized();
+    return { kind: 'member', ...principal };
   }
 }
 
