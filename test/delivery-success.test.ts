@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import Stripe from 'stripe';
+import { EncryptionCodec } from '../src/temporal/codec';
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -50,6 +51,17 @@ describe('a delivery to a receiver that answers 200', function () {
     const event = stripe.webhooks.constructEvent(request.body, header, hook.secret) as unknown as { eventId: string };
     assert.equal(event.eventId, ingest.body.eventId);
     assert.throws(() => stripe.webhooks.constructEvent(request.body, header, `${hook.secret}x`));
+  });
+
+  it('records the attempt in the workflow history, encrypted', async function () {
+    const history = await platform.client.workflow.getHandle(delivery.id).fetchHistory();
+    const markers = history.events!.filter((event) => event.markerRecordedEventAttributes);
+    assert.equal(markers.length, 1, 'one attempt, one recorded result');
+    const details = markers[0]!.markerRecordedEventAttributes!.details!;
+    const payload = details.result!.payloads![0]!;
+    assert.equal(Buffer.from(payload.metadata!.encoding!).toString(), 'binary/encrypted');
+    const [decoded] = await new EncryptionCodec(process.env.TEST_ENCRYPTION_KEY!).decode([payload]);
+    assert.equal(JSON.parse(Buffer.from(decoded!.data!).toString()).statusCode, 200);
   });
 
   it('answers a repeated eventId with the first ids and starts nothing new', async function () {
