@@ -144,30 +144,21 @@ export async function installationWorkflow(state: InstallationState, historyLimi
       },
     },
   );
-  wf.setHandler(
-    pauseUpdate,
-    () => {
-      state.paused = true;
-      return changed();
-    },
-    { validator: notDeleted },
-  );
-  wf.setHandler(
-    resumeUpdate,
-    () => {
-      state.paused = false;
-      return changed();
-    },
-    { validator: notDeleted },
-  );
-  wf.setHandler(
-    deleteUpdate,
-    () => {
-      state.deleted = true;
-      return changed();
-    },
-    { validator: notDeleted },
-  );
+  const flags = [
+    [pauseUpdate, () => (state.paused = true)],
+    [resumeUpdate, () => (state.paused = false)],
+    [deleteUpdate, () => (state.deleted = true)],
+  ] as const;
+  for (const [update, apply] of flags) {
+    wf.setHandler(
+      update,
+      () => {
+        apply();
+        return changed();
+      },
+      { validator: notDeleted },
+    );
+  }
   wf.setHandler(
     rotateSecretUpdate,
     async (secret) => {
