@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { Runtime } from '@temporalio/worker';
 import { startApi } from './api/app';
 import { configFromEnv } from './config';
 import { loadOrCreateSecrets } from './data-dir';
@@ -8,7 +7,7 @@ import { findOrBuildTemporalCli } from './temporal/cli-binary';
 import { connectClient } from './temporal/client';
 import { EncryptionCodec } from './temporal/codec';
 import { startDevServer, type DevServer } from './temporal/dev-server';
-import { temporalRuntimeLogger } from './temporal/runtime-logger';
+import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
 import { ensureSearchAttributes } from './temporal/search-attributes-setup';
 
@@ -20,13 +19,12 @@ import { ensureSearchAttributes } from './temporal/search-attributes-setup';
 async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel);
-  Runtime.install({ logger: temporalRuntimeLogger(logger) });
+  installTemporalRuntime(logger);
   const generated = loadOrCreateSecrets(config.dataDir);
   const adminToken = config.adminToken ?? generated.adminToken;
   const encryptionKey = config.encryptionKey ?? generated.encryptionKey;
   const embedded = !config.temporalAddress;
-  // Local receivers are the point of a local quick start; production sets the flag itself.
-  const allowPrivateTargets = embedded && process.env.PLATFORM_ALLOW_PRIVATE_TARGETS === undefined ? true : config.allowPrivateTargets;
+  const { allowPrivateTargets } = config;
 
   let devServer: DevServer | undefined;
   if (embedded) {

@@ -1,9 +1,9 @@
-import { NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { configFromEnv, requireSetting } from './config';
 import { createLogger } from './logger';
 import { connectClient, dataConverter } from './temporal/client';
-import { temporalRuntimeLogger } from './temporal/runtime-logger';
+import { installTemporalRuntime } from './temporal/runtime-logger';
 import { ensureSearchAttributes } from './temporal/search-attributes-setup';
 
 export interface WorkerOptions extends ActivityDependencies {
@@ -34,7 +34,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
 async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'worker');
-  Runtime.install({ logger: temporalRuntimeLogger(logger) });
+  installTemporalRuntime(logger);
   const settings = {
     address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'),
     namespace: config.temporalNamespace,
@@ -44,7 +44,10 @@ async function main(): Promise<void> {
   await ensureSearchAttributes(client.connection, settings.namespace);
   const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, allowPrivateTargets: config.allowPrivateTargets, logger });
   logger.info({ taskQueue: config.taskQueue }, 'worker running');
+  // The SDK's runtime drains the worker on SIGINT/SIGTERM; then the process ends.
   await worker.run();
+  await client.connection.close();
+  process.exit(0);
 }
 
 if (require.main === module) {

@@ -60,9 +60,16 @@ describe('listing and replaying deliveries', function () {
   });
 
   it('refuses a bad filter with 400 naming it', async function () {
-    const answer = await get(`/v1/deliveries?status=lost&since=yesterday`);
+    const answer = await get(`/v1/deliveries?status=lost&since=yesterday&pageToken=${encodeURIComponent('not a token!')}`);
     assert.equal(answer.status, 400);
-    assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'since']);
+    assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'since', 'pageToken']);
+    assert.deepEqual((await get('/v1/deliveries?since=%2B275760-09-13T00:00:00.000Z')).body.details.map((d: any) => d.field), ['since']);
+    const forged = await get(`/v1/deliveries?installation=${hook.id}&pageToken=Zm9yZ2Vk.AAAAAAAAAAAAAAAAAAAAAA`);
+    assert.equal(forged.status, 400, JSON.stringify(forged.body));
+    assert.deepEqual(forged.body.details, [{ field: 'pageToken', message: 'is not valid' }]);
+    const leap = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'failed', since: '2016-12-31T23:59:60Z' } });
+    assert.equal(leap.status, 400);
+    assert.deepEqual(leap.body.details.map((d: any) => d.field), ['since']);
   });
 
   it('replays one delivery: a new delivery, same body and eventId', async function () {

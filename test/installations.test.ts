@@ -76,6 +76,20 @@ describe('installations of the webhook integration', function () {
     assert.equal(receiver.requests.length, before + 1);
   });
 
+  it('an installation paused between retries stops as failed, so the event stays replayable', async function () {
+    const failing = await new ScriptedReceiver(() => ({ status: 500 })).start();
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-pause-mid' }, failing.url, { space_content_updated: true });
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-mid'));
+    await waitFor(async () => (failing.requests.length >= 1 ? true : undefined), 10_000, 'a first attempt');
+    await call('POST', `/v1/installations/${hook.id}/pause`);
+    const delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
+    await failing.stop();
+    assert.equal(delivery.status, 'failed');
+    assert.equal(delivery.failureReason, 'installation_paused');
+    assert.ok(delivery.attempts.length >= 1 && delivery.attempts.length <= 2, `${delivery.attempts.length} attempts`);
+    assert.equal(failing.requests.length, delivery.attempts.length);
+  });
+
   it('an organization installation hears events of every space and site of its organization', async function () {
     const own = await platform.tenant();
     const org = await platform.webhook(own.token, { org: own.org }, receiver.url, { space_content_updated: true, page_feedback: true });

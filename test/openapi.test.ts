@@ -53,6 +53,10 @@ describe('GET /openapi.json and the system routes', function () {
     const answer = await platform.http('POST', '/codec/decode', { body: { payloads: [payload] } });
     assert.equal(answer.status, 200);
     assert.equal(Buffer.from(answer.body.payloads[0].data, 'base64').toString(), '{"secret":"whsec_x"}');
+    const tampered = { ...payload, data: Buffer.from('garbage').toString('base64') };
+    const refused = await platform.http('POST', '/codec/decode', { body: { payloads: [tampered] } });
+    assert.equal(refused.status, 400);
+    assert.match(refused.body.message, /^cannot decode payloads/);
   });
 
   it('histories hold no signing secret in clear: every payload is encrypted', async function () {

@@ -68,6 +68,13 @@ describe('tenancy and bad input', function () {
     const again = await platform.admin('POST', '/v1/orgs', { id: `${a.org}-2`, subdomain: a.org, title: 'dup' });
     assert.equal(again.status, 409);
     assert.equal(again.body.error, 'conflict');
+    const proto = await platform.admin('POST', '/v1/users', { id: `proto-${Date.now()}`, orgs: ['__proto__', 'constructor'] });
+    assert.equal(proto.status, 400, 'inherited object keys are not organizations');
+    assert.deepEqual(proto.body.details.map((d: any) => d.message), ['no organization "__proto__"', 'no organization "constructor"']);
+    const unknownTarget = await platform.admin('POST', '/v1/integrations/webhook/installations', { target: { org: 'org-nowhere' } });
+    assert.equal(unknownTarget.status, 404);
+    const bySubdomain = await platform.admin('POST', '/v1/integrations/webhook/installations', { target: { org: 'not-an-id' } });
+    assert.equal(bySubdomain.status, 404);
     const bad = await platform.admin('POST', '/v1/orgs', { id: 'Bad Id', subdomain: 'ok-sub', title: '' });
     assert.equal(bad.status, 400);
     assert.deepEqual(bad.body.details.map((d: any) => d.field), ['id', 'title']);

@@ -4,12 +4,12 @@ import { assertPublicDestination, guardedLookup, isPublicAddress } from '../src/
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
-const REFUSED = ['http://127.0.0.1/', 'http://10.0.0.1/', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:8080/', 'http://[::ffff:127.0.0.1]/', 'http://localhost:9/hook', 'http://192.168.1.10/', 'http://172.16.0.1/', 'http://[fe80::1]/', 'http://[fc00::1]/', 'http://0.0.0.0/', 'http://100.64.0.1/'];
+const REFUSED = ['http://127.0.0.1/', 'http://10.0.0.1/', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:8080/', 'http://[::ffff:127.0.0.1]/', 'http://localhost:9/hook', 'http://192.168.1.10/', 'http://172.16.0.1/', 'http://[fe80::1]/', 'http://[fc00::1]/', 'http://0.0.0.0/', 'http://100.64.0.1/', 'http://[::127.0.0.1]/', 'http://2130706433/', 'http://0x7f.1/'];
 
 describe('webhook URL guard', function () {
   describe('addresses', function () {
     it('refuses loopback, private, link-local, shared and unspecified, IPv4-mapped included', function () {
-      for (const address of ['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fc00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '224.0.0.1']) {
+      for (const address of ['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fc00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::127.0.0.1', '::7f00:1', '224.0.0.1']) {
         assert.equal(isPublicAddress(address), false, address);
       }
     });
@@ -71,6 +71,15 @@ describe('webhook URL guard', function () {
       assert.equal(delivery.attempts[0].error, 'blocked_destination');
       assert.match(delivery.attempts[0].errorMessage, /not a public address/);
       assert.equal(receiver.requests.length, 0);
+    });
+
+    it('a host that does not resolve is a DNS failure, retried, not a blocked destination', async function () {
+      const hook = await lenientApi.webhook(tenant.token, { org: tenant.org, space: 'nxdomain' }, 'http://does-not-exist.invalid/hook', { space_content_updated: true });
+      const ingest = await strict.admin('POST', '/v1/events', spaceEvent(tenant.org, 'nxdomain'));
+      const delivery = await strict.finalDelivery(ingest.body.deliveries[0], tenant.token);
+      assert.equal(delivery.installationId, hook.id);
+      assert.equal(delivery.status, 'failed');
+      assert.deepEqual(delivery.attempts.map((a: any) => a.error), ['dns_failure', 'dns_failure', 'dns_failure', 'dns_failure']);
     });
   });
 });

@@ -38,8 +38,11 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
     await new Promise((resolve) => worker.once('exit', resolve));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     worker = await startWorkerProcess(platform);
-    finals = await Promise.all(deliveries.map((id) => platform.finalDelivery(id, tenant.token, 90_000)));
-    worker.kill('SIGTERM');
+    try {
+      finals = await Promise.all(deliveries.map((id) => platform.finalDelivery(id, tenant.token, 90_000)));
+    } finally {
+      worker.kill('SIGKILL');
+    }
   });
   after(async () => Promise.all([platform.stop(), receiver.stop()]));
 

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ATTEMPT_TIMEOUT_MS, parseRetryAfter, type AttemptErrorClass, type AttemptResult } from '../webhooks/schedule';
-import { assertPublicDestination, BlockedDestinationError, guardedLookup } from '../webhooks/url-guard';
+import { assertPublicLiteral, BlockedDestinationError, guardedLookup } from '../webhooks/url-guard';
 
 const RESPONSE_BODY_KEPT = 1024;
 /** Past this a response body is not drained for connection reuse; the socket is dropped. */
@@ -33,7 +33,7 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
   const ended = (fields: Partial<AttemptResult>): AttemptResult => ({ ...base, durationMs: Date.now() - started, ...fields });
   let url: URL;
   try {
-    url = await assertPublicDestination(attempt.url, options.allowPrivateTargets);
+    url = assertPublicLiteral(attempt.url, options.allowPrivateTargets);
   } catch (err) {
     return ended({ error: 'blocked_destination', errorMessage: (err as Error).message });
   }

@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
-import { deliveryTargetQuery, installationWorkflowId } from '../workflows/installation';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { deliveryTargetQuery, installationWorkflowId, type DeliveryTarget } from '../workflows/installation';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import type { AttemptResult } from '../webhooks/schedule';
 import { createAgents, postOnce } from './http-attempt';
@@ -35,7 +36,16 @@ export type AttemptOutcome = AttemptResult | { skipReason: string };
 /** Activities get their dependencies from the worker, so tests hand in real or local ones. */
 export function createActivities(deps: ActivityDependencies) {
   const agents = createAgents();
-  const targets = new TtlCache(TARGET_TTL_MS, (installationId: string) => deps.client.workflow.getHandle(installationWorkflowId(installationId)).query(deliveryTargetQuery));
+  // An installation whose workflow is gone (past retention) counts as deleted.
+  const targets = new TtlCache(TARGET_TTL_MS, (installationId: string) =>
+    deps.client.workflow
+      .getHandle(installationWorkflowId(installationId))
+      .query(deliveryTargetQuery)
+      .catch((err): DeliveryTarget => {
+        if (err instanceof WorkflowNotFoundError) return { status: 'deleted', events: [], signingSecrets: [] };
+        throw err;
+      }),
+  );
   return {
     /**
      * One attempt: reads the installation now (a pause, a new URL or a rotated secret

@@ -11,7 +11,8 @@ export const newUserToken = (): string => `ptk_${randomBytes(32).toString('base6
 
 const unauthorized = () => new ApiError(401, 'unauthorized', 'missing or invalid bearer token');
 
-function sameSecret(a: string, b: string): boolean {
+/** Constant-time comparison of two secrets of any length. */
+export function sameSecret(a: string, b: string): boolean {
   const left = createHash('sha256').update(a).digest();
   const right = createHash('sha256').update(b).digest();
   return timingSafeEqual(left, right);

@@ -1,4 +1,5 @@
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
+import type { PageTokens } from './page-tokens';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { deliveryId } from '../ids';
@@ -22,14 +23,17 @@ const quote = (value: string): string => {
   return `'${value}'`;
 };
 
-/** A visibility query over delivery workflows; values are checked against SAFE, never spliced raw. */
+/**
+ * A visibility query over delivery workflows; values are checked against SAFE, never
+ * spliced raw. Times come normalized by isoTime (the routes check them).
+ */
 export function visibilityQuery(filter: DeliveryFilter): string {
   const clauses = [`WorkflowType = 'deliveryWorkflow'`, `${OrganizationIdKey.name} IN (${filter.orgs.map(quote).join(', ')})`];
   if (filter.installation) clauses.push(`${InstallationIdKey.name} = ${quote(filter.installation)}`);
   if (filter.status) clauses.push(`${DeliveryStatusKey.name} = ${quote(filter.status)}`);
   if (filter.eventId) clauses.push(`${EventIdKey.name} = ${quote(filter.eventId)}`);
-  if (filter.since) clauses.push(`StartTime >= '${new Date(filter.since).toISOString()}'`);
-  if (filter.until) clauses.push(`StartTime <= '${new Date(filter.until).toISOString()}'`);
+  if (filter.since) clauses.push(`StartTime >= ${quote(filter.since)}`);
+  if (filter.until) clauses.push(`StartTime <= ${quote(filter.until)}`);
   return clauses.join(' AND ');
 }
 
@@ -52,6 +56,7 @@ export class DeliveryStore {
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
+    private readonly pageTokens: PageTokens,
   ) {}
 
   async list(filter: DeliveryFilter, pageSize: number, pageToken?: string): Promise<{ items: DeliverySummary[]; nextPageToken?: string }> {
@@ -60,12 +65,12 @@ export class DeliveryStore {
       namespace: this.client.options.namespace,
       query: visibilityQuery(filter),
       pageSize,
-      nextPageToken: pageToken ? Buffer.from(pageToken, 'base64url') : undefined,
+      nextPageToken: pageToken ? this.pageTokens.open(pageToken) : undefined,
     });
     const items = await Promise.all(
       response.executions.map(async (raw) => summaryOf(await executionInfoFromRaw(raw, this.client.options.loadedDataConverter, raw, this.client.options.namespace))),
     );
-    const next = response.nextPageToken?.length ? Buffer.from(response.nextPageToken).toString('base64url') : undefined;
+    const next = response.nextPageToken?.length ? this.pageTokens.seal(Buffer.from(response.nextPageToken)) : undefined;
     return { items, nextPageToken: next };
   }
 

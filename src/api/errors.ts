@@ -1,5 +1,5 @@
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
-import { WorkflowUpdateFailedError, QueryNotRegisteredError } from '@temporalio/client';
+import { isGrpcServiceError, WorkflowUpdateFailedError, QueryNotRegisteredError } from '@temporalio/client';
 import type { Context, Next } from 'koa';
 import type { FieldIssue } from '../integrations/configuration';
 import { FailureType } from '../workflows/errors';
@@ -39,6 +39,8 @@ export function fromTemporal(err: unknown): unknown {
     if (failure.type === FailureType.notFound) return notFound(failure.message);
   }
   if (err instanceof QueryNotRegisteredError) return notFound('resource');
+  // INVALID_ARGUMENT: what the client sent (a forged page token, say) was refused by Temporal.
+  if (isGrpcServiceError(err) && err.code === 3) return badRequest(`refused: ${err.details}`);
   return err;
 }
 

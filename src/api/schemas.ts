@@ -87,6 +87,7 @@ export const deliverySchema: SchemaObject = {
     createdAt: { type: 'string' },
     completedAt: { type: 'string' },
     skipReason: { type: 'string' },
+    failureReason: { type: 'string' },
     replayOf: { type: 'string' },
     attempts: { type: 'array', items: attemptSchema },
   },

@@ -1,4 +1,5 @@
 import type { LogLevel, LogMetadata, Logger as TemporalLogger } from '@temporalio/common';
+import { Runtime } from '@temporalio/worker';
 import type { Logger } from '../logger';
 
 const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
@@ -12,4 +13,9 @@ export function temporalRuntimeLogger(logger: Logger): TemporalLogger {
   const child = logger.child({ component: 'temporal-sdk' }, { level: verbose ? logger.level : 'warn' });
   const at = (level: LogLevel) => (message: string, meta?: LogMetadata) => child[levels[level]](meta ?? {}, message);
   return { log: (level, message, meta) => at(level)(message, meta), trace: at('TRACE'), debug: at('DEBUG'), info: at('INFO'), warn: at('WARN'), error: at('ERROR') };
+}
+
+/** Installs the process-wide Temporal runtime with its logs, native core's included, in pino. */
+export function installTemporalRuntime(logger: Logger): void {
+  Runtime.install({ logger: temporalRuntimeLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } } });
 }

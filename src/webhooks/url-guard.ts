@@ -7,10 +7,16 @@ export class BlockedDestinationError extends Error {
   readonly code = 'EBLOCKED';
 }
 
-/** Only globally routable unicast addresses; IPv4-mapped IPv6 is judged as the IPv4 it maps. */
+/**
+ * Only globally routable unicast addresses. IPv4-mapped IPv6 is judged as the IPv4 it
+ * carries; the deprecated IPv4-compatible range ::/96 (::7f00:1, which URL parsing makes of
+ * [::127.0.0.1]) is refused outright.
+ */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  return ipaddr.process(address).range() === 'unicast';
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).parts.slice(0, 6).every((part) => part === 0)) return false;
+  return parsed.range() === 'unicast';
 }
 
 /** `http(s)://host[:port]/...`, with no credentials; returns the hostname without brackets. */
@@ -31,14 +37,25 @@ function bareHost(url: URL): string {
 }
 
 /**
+ * Connection-time check for what Node's lookup never sees: a literal IP host. Host names
+ * are judged by guardedLookup as they resolve.
+ */
+export function assertPublicLiteral(raw: string, allowPrivate: boolean): URL {
+  const url = parseWebhookUrl(raw);
+  const host = bareHost(url);
+  if (!allowPrivate && net.isIP(host) && !isPublicAddress(host)) throw new BlockedDestinationError(`${host} is not a public address`);
+  return url;
+}
+
+/**
  * Configuration-time check: every address the host resolves to must be public. The
  * connection-time lookup below checks again, so a later DNS answer cannot bypass it.
  */
 export async function assertPublicDestination(raw: string, allowPrivate: boolean): Promise<URL> {
-  const url = parseWebhookUrl(raw);
-  if (allowPrivate) return url;
+  const url = assertPublicLiteral(raw, allowPrivate);
   const host = bareHost(url);
-  const addresses = net.isIP(host) ? [host] : await resolveAll(host);
+  if (allowPrivate || net.isIP(host)) return url;
+  const addresses = await resolveAll(host);
   const blocked = addresses.find((address) => !isPublicAddress(address));
   if (blocked) throw new BlockedDestinationError(`resolves to ${blocked}, which is not a public address`);
   return url;

@@ -45,6 +45,8 @@ export interface Delivery {
   createdAt: string;
   completedAt?: string;
   skipReason?: string;
+  /** Why a delivery failed without a receiver's answer deciding it. */
+  failureReason?: string;
   replayOf?: string;
   attempts: AttemptRecord[];
 }
@@ -86,9 +88,10 @@ export async function deliveryWorkflow(input: DeliveryInput): Promise<Delivery> 
   wf.setHandler(deliveryQuery, () => delivery);
   wf.setHandler(deliveryBodyQuery, () => input.body);
 
-  const finish = (status: DeliveryStatus, skipReason?: string): Delivery => {
+  const finish = (status: DeliveryStatus, reason?: string): Delivery => {
     delivery.status = status;
-    delivery.skipReason = skipReason;
+    if (status === 'skipped') delivery.skipReason = reason;
+    if (status === 'failed' && reason) delivery.failureReason = reason;
     delivery.completedAt = new Date().toISOString();
     wf.upsertSearchAttributes([{ key: DeliveryStatusKey, value: status }]);
     return delivery;
@@ -96,8 +99,17 @@ export async function deliveryWorkflow(input: DeliveryInput): Promise<Delivery> 
 
   if (input.skipReason) return finish('skipped', input.skipReason);
   for (let attempt = 1; ; attempt++) {
-    const outcome = await attemptDelivery({ installationId: input.installationId, eventType: input.eventType, body: input.body, deliveryId: input.id, attempt });
-    if ('skipReason' in outcome) return finish('skipped', outcome.skipReason);
+    let outcome;
+    try {
+      outcome = await attemptDelivery({ installationId: input.installationId, eventType: input.eventType, body: input.body, deliveryId: input.id, attempt });
+    } catch (err) {
+      // The platform itself could not attempt (its retries spent): a final, replayable state.
+      const cause = (err as Error).cause;
+      return finish('failed', `platform_error: ${cause instanceof Error ? cause.message : String(err)}`);
+    }
+    // Before any attempt a pause means "not for this installation"; after one, the delivery
+    // stops as failed so that it stays replayable.
+    if ('skipReason' in outcome) return attempt === 1 ? finish('skipped', outcome.skipReason) : finish('failed', outcome.skipReason);
     const record: AttemptRecord = { attempt, ...withoutRetryAfter(outcome) };
     delivery.attempts.push(record);
     delivery.url = outcome.url;

@@ -43,7 +43,8 @@ const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 export async function directoryWorkflow(state: DirectoryState = { orgs: {}, users: {} }, historyLimit = 1000): Promise<void> {
   const budget = new HistoryBudget(historyLimit);
   const byToken = new Map(Object.values(state.users).map((user) => [user.tokenHash, user]));
-  const findOrg = (key: string) => state.orgs[key] ?? Object.values(state.orgs).find((org) => org.subdomain === key) ?? null;
+  const has = (map: Record<string, unknown>, key: string) => Object.prototype.hasOwnProperty.call(map, key);
+  const findOrg = (key: string) => (has(state.orgs, key) ? state.orgs[key]! : (Object.values(state.orgs).find((org) => org.subdomain === key) ?? null));
 
   wf.setHandler(principalQuery, (tokenHash) => {
     const user = byToken.get(tokenHash);
@@ -90,9 +91,9 @@ export async function directoryWorkflow(state: DirectoryState = { orgs: {}, user
         const details = [];
         if (typeof id !== 'string' || !ID.test(id)) details.push({ field: 'id', message: 'must match ^[a-z0-9][a-z0-9_-]{0,62}$' });
         if (!Array.isArray(orgs) || orgs.length === 0) details.push({ field: 'orgs', message: 'must list at least one organization id' });
-        else orgs.filter((org) => !state.orgs[org]).forEach((org) => details.push({ field: 'orgs', message: `no organization "${org}"` }));
+        else orgs.filter((org) => typeof org !== 'string' || !has(state.orgs, org)).forEach((org) => details.push({ field: 'orgs', message: `no organization "${org}"` }));
         if (details.length) throw invalid('invalid user', details);
-        if (state.users[id]) throw conflict(`a user with id "${id}" exists`);
+        if (has(state.users, id)) throw conflict(`a user with id "${id}" exists`);
       },
     },
   );

@@ -39,7 +39,7 @@ export async function organizationWorkflow(input: OrganizationInput, historyLimi
   wf.setHandler(installationChangedSignal, (summary) => {
     budget.spend();
     const known = installations[summary.id];
-    // Deleted ones stay as tombstones until the next run, so a late signal cannot revive them.
+    // Deleted ones stay as tombstones, across runs too, so a late signal cannot revive them.
     if (!known || known.revision < summary.revision) installations[summary.id] = summary;
   });
   const live = () => Object.values(installations).filter((summary) => summary.status !== 'deleted');
@@ -47,6 +47,5 @@ export async function organizationWorkflow(input: OrganizationInput, historyLimi
 
   await wf.condition(() => budget.exhausted());
   await budget.drained();
-  const carried = Object.fromEntries(live().map((summary) => [summary.id, summary]));
-  await wf.continueAsNew<typeof organizationWorkflow>({ orgId: input.orgId, installations: carried }, historyLimit);
+  await wf.continueAsNew<typeof organizationWorkflow>({ orgId: input.orgId, installations }, historyLimit);
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
-import { Runtime, type Worker } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../../src/api/app';
 import { createLogger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
@@ -9,10 +9,10 @@ import { EncryptionCodec } from '../../src/temporal/codec';
 import { createWorker } from '../../src/worker';
 import { namespaceFor } from './namespaces';
 import { testSettings } from './settings';
-import { temporalRuntimeLogger } from '../../src/temporal/runtime-logger';
+import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 
 const testLogger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
-Runtime.install({ logger: temporalRuntimeLogger(testLogger) });
+installTemporalRuntime(testLogger);
 
 export interface TestPlatformOptions {
   allowPrivateTargets?: boolean;
@@ -47,7 +47,8 @@ export class TestPlatform {
   ) {
     this.namespace = namespaceFor(testFile);
     this.adminToken = options.adminToken ?? `adm_${randomBytes(16).toString('hex')}`;
-    this.taskQueue = options.taskQueue ?? 'platform';
+    // A namespace and a task queue of its own per test file: nothing meets another file's workers.
+    this.taskQueue = options.taskQueue ?? this.namespace;
   }
 
   async start(): Promise<this> {

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { Runtime } from '@temporalio/worker';
 import { createLogger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
-import { temporalRuntimeLogger } from '../../src/temporal/runtime-logger';
+import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 import { createWorker } from '../../src/worker';
 import { testSettings } from './settings';
 
@@ -11,12 +10,14 @@ async function main(): Promise<void> {
   const [namespace, taskQueue] = process.argv.slice(2) as [string, string];
   const { address, bundle, encryptionKey } = testSettings();
   const logger = createLogger('warn');
-  Runtime.install({ logger: temporalRuntimeLogger(logger) });
+  installTemporalRuntime(logger);
   const client = await connectClient({ address, namespace, encryptionKey });
   const worker = await createWorker({ address, namespace, taskQueue, encryptionKey, workflowBundle: { code: readFileSync(bundle, 'utf8') }, client, allowPrivateTargets: true, logger });
   const running = worker.run();
   process.stdout.write('ready\n');
   await running;
+  await client.connection.close();
+  process.exit(0);
 }
 
 void main();

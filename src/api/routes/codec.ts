@@ -1,7 +1,9 @@
 import type { Payload } from '@temporalio/common';
 import type { Context, Next } from 'koa';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../errors';
+import { ApiError, badRequest } from '../errors';
+import { sameSecret } from '../auth';
+import { parse } from '../validation';
 import type { RouteTable } from '../route-table';
 
 interface JsonPayload {
@@ -52,6 +54,7 @@ export function codecCors(origins: string[]) {
  * encrypted payloads. Open to loopback callers or the administrator's bearer token.
  */
 export function codecRoutes(routes: RouteTable, { codec, adminToken }: ApiDeps): void {
+  const admin = `Bearer ${adminToken}`;
   for (const direction of ['encode', 'decode'] as const) {
     routes.add<{ payloads: JsonPayload[] }>(
       {
@@ -60,12 +63,15 @@ export function codecRoutes(routes: RouteTable, { codec, adminToken }: ApiDeps):
         summary: `Temporal codec server: ${direction} payloads (loopback or administrator)`,
         access: 'anyone',
         body: payloadsSchema,
+        // Parsed after the caller is known, so strangers learn nothing from validation errors.
+        parseBody: (raw) => raw,
         responses: { 200: { description: `The ${direction}d payloads`, schema: payloadsSchema } },
       },
-      async ({ ctx, body }) => {
+      async ({ ctx, body: raw }) => {
         const fromLoopback = LOOPBACK.has(ctx.req.socket.remoteAddress ?? '');
-        if (!fromLoopback && ctx.get('authorization') !== `Bearer ${adminToken}`) throw new ApiError(401, 'unauthorized', 'the codec endpoint needs the administrator token from outside this host');
-        const payloads = await codec[direction](body.payloads.map(fromJson));
+        if (!fromLoopback && !sameSecret(ctx.get('authorization'), admin)) throw new ApiError(401, 'unauthorized', 'the codec endpoint needs the administrator token from outside this host');
+        const body = parse<{ payloads: JsonPayload[] }>(payloadsSchema, raw);
+        const payloads = await codec[direction](body.payloads.map(fromJson)).catch((err: Error) => Promise.reject(badRequest(`cannot ${direction} payloads: ${err.message}`)));
         return { status: 200, body: { payloads: payloads.map(toJson) } };
       },
     );

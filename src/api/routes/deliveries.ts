@@ -1,11 +1,19 @@
 import type { Delivery, DeliveryStatus } from '../../workflows/delivery';
 import { requireMember, type Caller } from '../auth';
 import { DeliveryStore } from '../delivery-store';
+import { PageTokens } from '../page-tokens';
 import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
 import { installationApi } from './installations';
 import type { RouteTable } from '../route-table';
 import { bulkReplaySchema, deliverySchema, listOf } from '../schemas';
+
+/** A time Temporal's visibility accepts (years 0001-9999), normalized; undefined if not one. */
+export function isoTime(value: string): string | undefined {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms) || ms < Date.parse('0001-01-01T00:00:00Z') || ms > Date.parse('9999-12-31T23:59:59Z')) return undefined;
+  return new Date(ms).toISOString();
+}
 
 const STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed', 'skipped'];
 const VALUE = /^[A-Za-z0-9_.:-]{1,200}$/;
@@ -16,13 +24,14 @@ function checkQuery(query: Record<string, string | undefined>): void {
     if (query[field] !== undefined && !VALUE.test(query[field]!)) details.push({ field, message: 'must be an id' });
   }
   if (query.status !== undefined && !STATUSES.includes(query.status as DeliveryStatus)) details.push({ field: 'status', message: `must be one of ${STATUSES.join(', ')}` });
-  if (query.since !== undefined && Number.isNaN(Date.parse(query.since))) details.push({ field: 'since', message: 'must be an ISO 8601 time' });
+  if (query.since !== undefined && !isoTime(query.since)) details.push({ field: 'since', message: 'must be an ISO 8601 time' });
+  if (query.pageToken !== undefined && !/^[A-Za-z0-9_-]{1,4096}\.[A-Za-z0-9_-]{22}$/.test(query.pageToken)) details.push({ field: 'pageToken', message: 'must be a token from a previous page' });
   if (query.limit !== undefined && !/^\d+$/.test(query.limit)) details.push({ field: 'limit', message: 'must be a whole number' });
   if (details.length) throw badRequest(`invalid query: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, details);
 }
 
 export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
-  const store = new DeliveryStore(deps.client, deps.taskQueue);
+  const store = new DeliveryStore(deps.client, deps.taskQueue, new PageTokens(deps.adminToken));
   const installations = installationApi(deps);
 
   async function load(caller: Caller, id: string): Promise<Delivery> {
@@ -53,7 +62,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         orgs = query.org ? caller.orgs.filter((org) => org === query.org) : caller.orgs;
       }
       const pageSize = Math.min(Number(query.limit ?? 50), 200) || 50;
-      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since }, pageSize, query.pageToken);
+      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since && isoTime(query.since) }, pageSize, query.pageToken);
       return { status: 200, body: page };
     },
   );
@@ -94,8 +103,10 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       responses: { 202: { description: 'How many were replayed and their new ids' } },
     },
     async ({ caller, body }) => {
+      const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && !isoTime(body[field]!)).map((field) => ({ field, message: 'must be an ISO 8601 time' }));
+      if (details.length) throw badRequest('invalid time range', details);
       const installation = await installations.load(caller, body.installation);
-      const filter = { orgs: [installation.target.org], installation: installation.id, status: 'failed' as const, since: body.since, until: body.until };
+      const filter = { orgs: [installation.target.org], installation: installation.id, status: 'failed' as const, since: body.since && isoTime(body.since), until: body.until && isoTime(body.until) };
       const ids: string[] = [];
       const seenEvents = new Set<string>();
       let pageToken: string | undefined;

@@ -17,6 +17,7 @@ import {
   type InstallationView,
 } from '../../workflows/installation';
 import { installationsQuery, organizationWorkflowId, type InstallationSummary } from '../../workflows/organization';
+import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../workflows/directory';
 import { assertPublicDestination } from '../../webhooks/url-guard';
 import { isMember, requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
@@ -89,6 +90,8 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     async ({ caller, body, params }) => {
       if (params.name !== WEBHOOK_INTEGRATION) throw notFound('integration');
       requireMember(caller, body.target.org, 'organization');
+      const org = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, body.target.org);
+      if (org?.id !== body.target.org) throw notFound('organization');
       if (body.target.space && body.target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
       const configuration = body.configuration ?? {};
       await api.checkConfiguration(body.target, configuration);
