@@ -13,13 +13,13 @@ function sources(dir: string): string[] {
   });
 }
 
-/** Every environment variable a file reads, and those it cannot start without. */
+/** Every environment variable a file reads (not manifest `${{ env.X }}` text), and those it cannot start without. */
 function envRead(files: string[]): { all: Set<string>; required: Set<string> } {
   const all = new Set<string>();
   const required = new Set<string>();
   for (const file of files) {
     const text = read(file);
-    for (const [, name] of text.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)) all.add(name!);
+    for (const [, name] of text.matchAll(/(?<!\{\{\s*)\benv\.([A-Z][A-Z0-9_]+)/g)) all.add(name!);
     for (const [, name] of text.matchAll(/requireSetting\(config, '\w+', '([A-Z][A-Z0-9_]+)'\)/g)) required.add(name!);
   }
   return { all, required };
