@@ -1,7 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import { koaBody } from 'koa-body';
 import type { Client } from '@temporalio/client';
 import { Authenticator } from './auth';
 import type { ApiDeps } from './deps';
@@ -14,13 +13,13 @@ import { installationRoutes } from './routes/installations';
 import { systemRoutes } from './routes/system';
 import { tenancyRoutes } from './routes/tenancy';
 import { DIRECTORY_WORKFLOW_ID, directoryWorkflow } from '../workflows/directory';
-
-export const MAX_BODY = '1mb';
+import { REGISTRY_WORKFLOW_ID, registryWorkflow } from '../workflows/integration';
+import { integrationRoutes } from './routes/integrations';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   const routes = new RouteTable(new Authenticator(deps.client, deps.adminToken));
-  for (const mount of [systemRoutes, tenancyRoutes, installationRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
+  for (const mount of [systemRoutes, tenancyRoutes, integrationRoutes, installationRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
 
   const app = new Koa({ proxy: false });
   app.use(errorMiddleware(deps.logger));
@@ -30,20 +29,18 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
     deps.logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Date.now() - started }, 'request');
   });
   app.use(codecCors(deps.codecCorsOrigins));
-  app.use(koaBody({ jsonLimit: MAX_BODY, formLimit: MAX_BODY, textLimit: MAX_BODY }));
   app.use(routes.router.routes());
   app.use(routes.router.allowedMethods());
   return { app, routes };
 }
 
-/** The directory must exist before the first request; starting it is idempotent across API processes. */
-export async function ensureDirectory(client: Client, taskQueue: string): Promise<void> {
-  await client.workflow.start(directoryWorkflow, {
-    workflowId: DIRECTORY_WORKFLOW_ID,
-    taskQueue,
-    args: [],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
+/**
+ * The directory and the integration registry must exist before the first request;
+ * starting them is idempotent across API processes.
+ */
+export async function ensureSingletons(client: Client, taskQueue: string): Promise<void> {
+  await client.workflow.start(directoryWorkflow, { workflowId: DIRECTORY_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
+  await client.workflow.start(registryWorkflow, { workflowId: REGISTRY_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
 }
 
 export interface RunningApi {
@@ -53,7 +50,7 @@ export interface RunningApi {
 }
 
 export async function startApi(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<RunningApi> {
-  await ensureDirectory(deps.client, deps.taskQueue);
+  await ensureSingletons(deps.client, deps.taskQueue);
   const { app } = createApp(deps);
   const server = app.listen(port, host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { SchemaObject } from 'ajv';
 import type { Context } from 'koa';
+import { koaBody } from 'koa-body';
 import { requireAdmin, type Authenticator, type Caller } from './auth';
 import { parse } from './validation';
 
@@ -13,6 +14,8 @@ export interface RouteSpec {
   summary: string;
   access: Access;
   body?: SchemaObject;
+  /** Largest accepted body; 1 MiB unless the route says otherwise. */
+  bodyLimit?: string;
   /** Parses the body instead of plain schema validation, where a better message needs more. */
   parseBody?: (raw: unknown) => unknown;
   query?: Record<string, string>;
@@ -42,7 +45,8 @@ export class RouteTable {
 
   add<Body = undefined>(spec: RouteSpec, handler: Handler<Body>): void {
     this.specs.push(spec);
-    this.router[spec.method](spec.path, async (ctx) => {
+    const body = koaBody({ jsonLimit: spec.bodyLimit ?? '1mb', formLimit: '1mb', textLimit: '1mb' });
+    this.router[spec.method](spec.path, body, async (ctx) => {
       const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolve(ctx.get('authorization'));
       if (spec.access === 'admin') requireAdmin(caller);
       const raw = (ctx.request as { body?: unknown }).body;

@@ -19,6 +19,9 @@ export type Configuration = Record<string, unknown>;
 export interface FieldIssue {
   field: string;
   message: string;
+  /** Where the field stands, for issues in a YAML file (the manifest). */
+  line?: number;
+  column?: number;
 }
 
 /**

@@ -1,6 +1,7 @@
 import * as wf from '@temporalio/workflow';
 import { applyPatch, type Configuration } from '../integrations/configuration';
-import { checkWebhookPatch, selectedEvents, webhookConfigurationComplete, type Target } from '../integrations/webhook';
+import { checkInstallationPatch, configurationComplete, type ConfigurationSchemas } from '../integrations/installation-rules';
+import { selectedEvents, type Target } from '../integrations/webhook';
 import { HistoryBudget } from './continue-as-new';
 import { invalid } from './errors';
 import { installationChangedSignal, organizationWorkflowId, type InstallationStatus, type InstallationSummary } from './organization';
@@ -18,6 +19,9 @@ export interface SigningSecret {
 export interface InstallationState {
   id: string;
   integration: string;
+  /** The integration version installed; its configuration schemas apply. */
+  version?: number;
+  configurations?: ConfigurationSchemas;
   target: Target;
   configuration: Configuration;
   paused: boolean;
@@ -33,6 +37,7 @@ export interface InstallationState {
 export interface InstallationView {
   id: string;
   integration: string;
+  version?: number;
   target: Target;
   status: InstallationStatus;
   configuration: Configuration;
@@ -51,6 +56,8 @@ export interface DeliveryTarget {
 export interface NewInstallation {
   id: string;
   integration: string;
+  version?: number;
+  configurations?: ConfigurationSchemas;
   target: Target;
   signingSecret: string;
 }
@@ -83,12 +90,12 @@ export function newInstallationState(input: NewInstallation, now: string): Insta
 function statusOf(state: InstallationState): InstallationStatus {
   if (state.deleted) return 'deleted';
   if (state.paused) return 'paused';
-  return webhookConfigurationComplete(state.target, state.configuration) ? 'active' : 'pending';
+  return configurationComplete(state.integration, state.configurations, state.target, state.configuration) ? 'active' : 'pending';
 }
 
 function view(state: InstallationState): InstallationView {
-  const { id, integration, target, configuration, createdAt, updatedAt } = state;
-  return { id, integration, target, status: statusOf(state), configuration, createdAt, updatedAt };
+  const { id, integration, version, target, configuration, createdAt, updatedAt } = state;
+  return { id, integration, version, target, status: statusOf(state), configuration, createdAt, updatedAt };
 }
 
 function summary(state: InstallationState): InstallationSummary {
@@ -139,7 +146,7 @@ export async function installationWorkflow(state: InstallationState, historyLimi
       validator: (patch) => {
         notDeleted();
         if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw invalid('configuration must be an object');
-        const issues = checkWebhookPatch(state.target, patch);
+        const issues = checkInstallationPatch(state.integration, state.configurations, state.target, patch);
         if (issues.length) throw invalid('invalid configuration', issues.map((issue) => ({ ...issue, field: `configuration.${issue.field}` })));
       },
     },

@@ -23,6 +23,7 @@ import { isMember, requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
 import type { RouteTable } from '../route-table';
+import { IntegrationCatalog } from '../integration-catalog';
 import { createInstallationSchema, installationSchema, listOf, secretSchema } from '../schemas';
 
 const INSTALLATION_ID = /^ins_[A-Za-z0-9_-]{1,64}$/;
@@ -76,30 +77,47 @@ export function installationApi(deps: ApiDeps) {
 
 export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
   const api = installationApi(deps);
+  const catalog = new IntegrationCatalog(deps.client);
   const { client } = deps;
 
-  routes.add<{ target: Target; configuration?: Configuration }>(
+  routes.add<{ target: Target; configuration?: Configuration; installLink?: string }>(
     {
       method: 'post',
       path: '/v1/integrations/:name/installations',
       summary: 'Install an integration into an organization, a space or a site',
       access: 'member',
       body: createInstallationSchema,
-      responses: { 201: { description: 'The installation', schema: installationSchema }, 400: { description: 'Invalid target or configuration' }, 404: { description: 'No such integration or organization' } },
+      responses: { 201: { description: 'The installation', schema: installationSchema }, 400: { description: 'Invalid target or configuration' }, 404: { description: 'No such integration or organization, or not installable there' } },
     },
     async ({ caller, body, params }) => {
-      if (params.name !== WEBHOOK_INTEGRATION) throw notFound('integration');
-      requireMember(caller, body.target.org, 'organization');
-      const org = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, body.target.org);
-      if (org?.id !== body.target.org) throw notFound('organization');
-      if (body.target.space && body.target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
+      const { target } = body;
+      requireMember(caller, target.org, 'organization');
+      if (target.space && target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
+      const org = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, target.org);
+      if (org?.id !== target.org) throw notFound('organization');
+      const integration = await catalog.state(params.name!);
+      // Not installable there answers like a missing integration: private names do not leak.
+      if (!integration?.summary || !catalog.installable(integration, target, body.installLink)) throw notFound('integration');
       const configuration = body.configuration ?? {};
-      await api.checkConfiguration(body.target, configuration);
+      if (integration.name === WEBHOOK_INTEGRATION) await api.checkConfiguration(target, configuration);
       const id = newInstallationId();
-      const state = newInstallationState({ id, integration: WEBHOOK_INTEGRATION, target: body.target, signingSecret: newSigningSecret() }, new Date().toISOString());
+      const state = newInstallationState(
+        {
+          id,
+          integration: integration.name,
+          version: integration.summary.latestVersion,
+          configurations: integration.name === WEBHOOK_INTEGRATION ? undefined : integration.summary.configurations,
+          target,
+          signingSecret: newSigningSecret(),
+        },
+        new Date().toISOString(),
+      );
       const workflow = await client.workflow.start(installationWorkflow, { workflowId: installationWorkflowId(id), taskQueue: deps.taskQueue, args: [state] });
-      // The update answers once the organization's index holds the installation.
-      const installation = await workflow.executeUpdate(configureUpdate, { args: [configuration] });
+      // The update validates the configuration, and answers once the organization's index holds the installation.
+      const installation = await workflow.executeUpdate(configureUpdate, { args: [configuration] }).catch(async (err) => {
+        await workflow.executeUpdate(deleteUpdate);
+        throw err;
+      });
       return { status: 201, body: api.withUrls(installation) };
     },
   );
@@ -148,8 +166,9 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       responses: { 200: { description: 'The installation', schema: installationSchema }, 400: { description: 'A property is refused' } },
     },
     async ({ caller, params, body }) => {
-      const { target } = await api.load(caller, params.id!);
-      await api.checkConfiguration(target, body);
+      const { target, integration } = await api.load(caller, params.id!);
+      // Webhook URLs need DNS, which workflows cannot do; every other check is the update's.
+      if (integration === WEBHOOK_INTEGRATION) await api.checkConfiguration(target, body);
       const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body] });
       return { status: 200, body: api.withUrls(installation) };
     },

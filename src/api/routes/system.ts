@@ -1,19 +1,8 @@
-import { WEBHOOK_INTEGRATION, webhookConfigurations } from '../../integrations/webhook';
 import type { ApiDeps } from '../deps';
-import { ApiError, notFound } from '../errors';
+import { ApiError } from '../errors';
 import { openApiDocument } from '../openapi';
+import { manifestSchema } from '../../manifest/validate';
 import type { RouteTable } from '../route-table';
-
-/** The built-in webhook integration, public and present from the start (DESIGN.md §3). */
-const webhookIntegration = {
-  name: WEBHOOK_INTEGRATION,
-  title: 'Webhooks',
-  description: 'Forward selected events to a URL, signed, with retries.',
-  visibility: 'public',
-  version: 1,
-  targets: ['organization', 'space', 'site'],
-  configurations: webhookConfigurations,
-};
 
 export function systemRoutes(routes: RouteTable, { client, baseUrl }: ApiDeps): void {
   routes.add(
@@ -32,14 +21,7 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl }: ApiDeps): 
     async () => ({ status: 200, body: openApiDocument(routes.specs, baseUrl) }),
   );
   routes.add(
-    { method: 'get', path: '/v1/integrations', summary: 'Integrations the caller may see', access: 'member', responses: { 200: { description: 'Integrations' } } },
-    async () => ({ status: 200, body: { items: [webhookIntegration] } }),
-  );
-  routes.add(
-    { method: 'get', path: '/v1/integrations/:name', summary: 'One integration', access: 'member', responses: { 200: { description: 'The integration' }, 404: { description: 'Not found' } } },
-    async ({ params }) => {
-      if (params.name !== WEBHOOK_INTEGRATION) throw notFound('integration');
-      return { status: 200, body: webhookIntegration };
-    },
+    { method: 'get', path: '/schemas/platform-manifest.json', summary: 'JSON Schema of platform-manifest.yaml', access: 'anyone', responses: { 200: { description: 'JSON Schema (draft-07)' } } },
+    async () => ({ status: 200, body: manifestSchema }),
   );
 }

@@ -1,0 +1,124 @@
+import * as wf from '@temporalio/workflow';
+import type { Manifest, Visibility } from '../manifest/types';
+import { HistoryBudget } from './continue-as-new';
+import { conflict } from './errors';
+
+/** One published version: immutable, held by a workflow of its own. */
+export interface IntegrationVersion {
+  name: string;
+  version: number;
+  manifest: Manifest;
+  /** The CommonJS bundle. */
+  script: string;
+  /** Path next to the manifest -> base64. */
+  assets: Record<string, string>;
+  /** Secret name -> value, substituted by the CLI at publish. */
+  secrets: Record<string, string>;
+  publishedAt: string;
+  publishedBy: string;
+}
+
+/** What listings and installs need, without script, assets or secrets. */
+export interface IntegrationSummary {
+  name: string;
+  ownerOrg: string;
+  visibility: Visibility;
+  latestVersion: number;
+  title: string;
+  description: string;
+  summary?: string;
+  scopes: string[];
+  categories?: string[];
+  blocks?: Manifest['blocks'];
+  externalLinks?: Manifest['externalLinks'];
+  configurations?: Manifest['configurations'];
+  updatedAt: string;
+}
+
+export interface IntegrationState {
+  name: string;
+  ownerOrg: string;
+  installLinkToken: string;
+  summary?: IntegrationSummary;
+}
+
+export type NewVersion = Omit<IntegrationVersion, 'version' | 'publishedAt'>;
+
+export const integrationWorkflowId = (name: string): string => `integration/${name}`;
+export const integrationVersionWorkflowId = (name: string, version: number): string => `integration/${name}/v${version}`;
+export const REGISTRY_WORKFLOW_ID = 'integrations';
+
+export const publishUpdate = wf.defineUpdate<{ name: string; version: number }, [string, NewVersion]>('publish');
+export const integrationQuery = wf.defineQuery<IntegrationState>('integration');
+export const versionQuery = wf.defineQuery<IntegrationVersion>('version');
+export const integrationPublishedSignal = wf.defineSignal<[IntegrationSummary]>('integrationPublished');
+export const registryQuery = wf.defineQuery<IntegrationSummary[]>('registry');
+
+/** A published version, kept as the input of a workflow that never ends. */
+export async function integrationVersionWorkflow(version: IntegrationVersion): Promise<void> {
+  wf.setHandler(versionQuery, () => version);
+  await wf.condition(() => false);
+}
+
+/**
+ * An integration as an entity workflow: its id keeps names unique across all
+ * organizations, and only the owning organization publishes new versions.
+ */
+export async function integrationWorkflow(state: IntegrationState, historyLimit = 500): Promise<void> {
+  const budget = new HistoryBudget(historyLimit);
+  const registry = wf.getExternalWorkflowHandle(REGISTRY_WORKFLOW_ID);
+  wf.setHandler(integrationQuery, () => state);
+  wf.setHandler(
+    publishUpdate,
+    async (_ownerOrg, next) => {
+      budget.spend();
+      const version = (state.summary?.latestVersion ?? 0) + 1;
+      const publishedAt = new Date().toISOString();
+      await wf.startChild(integrationVersionWorkflow, {
+        workflowId: integrationVersionWorkflowId(state.name, version),
+        args: [{ ...next, version, publishedAt }],
+        parentClosePolicy: 'ABANDON',
+      });
+      const { manifest } = next;
+      state.summary = {
+        name: state.name,
+        ownerOrg: state.ownerOrg,
+        visibility: manifest.visibility,
+        latestVersion: version,
+        title: manifest.title,
+        description: manifest.description,
+        summary: manifest.summary,
+        scopes: manifest.scopes,
+        categories: manifest.categories,
+        blocks: manifest.blocks,
+        externalLinks: manifest.externalLinks,
+        configurations: manifest.configurations,
+        updatedAt: publishedAt,
+      };
+      await registry.signal(integrationPublishedSignal, state.summary);
+      return { name: state.name, version };
+    },
+    {
+      validator: (ownerOrg, _next) => {
+        if (ownerOrg !== state.ownerOrg) throw conflict(`the name "${state.name}" belongs to another organization's integration`);
+      },
+    },
+  );
+  await wf.condition(() => budget.exhausted());
+  await budget.drained();
+  await wf.continueAsNew<typeof integrationWorkflow>(state, historyLimit);
+}
+
+/** Every integration's summary, for listings: one consistent query. */
+export async function registryWorkflow(integrations: Record<string, IntegrationSummary> = {}, historyLimit = 2000): Promise<void> {
+  const budget = new HistoryBudget(historyLimit);
+  wf.setHandler(integrationPublishedSignal, (summary) => {
+    budget.spend();
+    const known = integrations[summary.name];
+    if (!known || known.latestVersion < summary.latestVersion) integrations[summary.name] = summary;
+  });
+  wf.setHandler(registryQuery, () => Object.values(integrations));
+  await wf.condition(() => budget.exhausted());
+  await budget.drained();
+  await wf.continueAsNew<typeof registryWorkflow>(integrations, historyLimit);
+}
