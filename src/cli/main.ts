@@ -1,10 +1,18 @@
 import { parseArgs } from 'node:util';
 import { ApiClient, CliError } from './api-client';
 import { listDeliveries, replayDelivery, replayFailed, showDelivery, type Output } from './deliveries';
+import { checkIntegration, newIntegration, publishIntegration, type Terminal } from './authoring';
+import { install, listIntegrations, setConfiguration } from './integrations';
 
-const USAGE = `platform: operate the integration platform
+const USAGE = `platform: build, publish and operate integrations
 
 Usage:
+  platform new <name> [--organization <org>]
+  platform check [dir]
+  platform publish [dir]
+  platform integrations list
+  platform install <name> --org <org> [--space <id> | --site <id>] [--install-link <token>]
+  platform config set <installation> key=value [key=value …]
   platform deliveries list [--installation ID] [--status pending|delivered|failed|skipped]
                            [--event-id ID] [--since ISO] [--org ID] [--limit N] [--page-token T]
   platform deliveries show <delivery id>
@@ -34,12 +42,31 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       org: { type: 'string' },
       limit: { type: 'string' },
       'page-token': { type: 'string' },
+      organization: { type: 'string' },
+      space: { type: 'string' },
+      site: { type: 'string' },
+      'install-link': { type: 'string' },
     },
   });
   const [group, command, id] = positionals;
   if (values.help || !group) return print(USAGE);
   const api = new ApiClient((values.api ?? env.PLATFORM_API_URL ?? 'http://localhost:8080').replace(/\/+$/, ''), values.token ?? env.PLATFORM_TOKEN);
   const output: Output = { json: values.json, print };
+  const terminal: Terminal = { print, progress: (text) => process.stderr.write(`${text}\n`), interactive: Boolean(process.stdin.isTTY) };
+  switch (group) {
+    case 'new':
+      return newIntegration(terminal, process.cwd(), command, values.organization);
+    case 'check': {
+      const checked = await checkIntegration(terminal, command);
+      return print(`${checked.manifest.name} is valid${checked.bundle ? ` (components: ${checked.componentIds.join(', ') || 'none'})` : ''}`);
+    }
+    case 'publish':
+      return void (await publishIntegration(terminal, api, env, command));
+    case 'install':
+      return install(api, output, command, { org: values.org, space: values.space, site: values.site }, values['install-link']);
+  }
+  if (group === 'integrations' && command === 'list') return listIntegrations(api, output);
+  if (group === 'config' && command === 'set') return setConfiguration(api, output, id, positionals.slice(3));
   const needId = () => id ?? Promise.reject(new CliError(`missing <delivery id>`, `platform deliveries ${command} <delivery id>`, 2));
   if (group === 'deliveries') {
     switch (command) {

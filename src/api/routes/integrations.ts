@@ -53,7 +53,8 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       }
       const assets = Object.fromEntries(Object.entries(body.assets ?? {}).map(([file, base64]) => [file, Buffer.from(base64, 'base64')]));
       if (Object.values(assets).reduce((sum, bytes) => sum + bytes.length, 0) > MAX_ASSETS_BYTES) throw badRequest('assets exceed 512 KiB in all', [{ field: 'assets', message: 'exceed 512 KiB' }]);
-      const inspection = await inspectScript(body.script);
+      // SPEC.md makes the script optional; without one, no component exists.
+      const inspection = body.script ? await inspectScript(body.script) : ({ ok: true, componentIds: [] } as const);
       if (!inspection.ok) throw badRequest(`script: ${inspection.error}`, [{ field: 'script', message: inspection.error }]);
       const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets[file], componentIds: inspection.componentIds });
       if (!manifest) throw badRequest(`the manifest has ${errors.length} error(s): ${errors.map((e) => `${e.line}:${e.column} ${e.path} ${e.message}`).join('; ')}`, errors.map(({ path, ...rest }) => ({ field: path, ...rest })));

@@ -1,0 +1,120 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { parse } from 'yaml';
+import { MANIFEST_FILE, validateManifest } from '../manifest/validate';
+import type { Manifest, ManifestIssue } from '../manifest/types';
+import { inspectScript } from '../sandbox/inspect-script';
+import type { ApiClient } from './api-client';
+import { CliError } from './api-client';
+import { bundleScript, MAX_BUNDLE_BYTES } from './bundle';
+import { scaffoldFiles } from './scaffold';
+
+export interface Terminal {
+  print: (text: string) => void;
+  progress: (text: string) => void;
+  interactive: boolean;
+}
+
+const NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+
+export async function newIntegration(terminal: Terminal, cwd: string, name: string | undefined, organization: string | undefined): Promise<void> {
+  if (!name) throw new CliError('missing <name>', 'platform new <name> [--organization <org>]', 2);
+  if (!NAME.test(name) || name.length > 64) throw new CliError(`"${name}" is not a valid integration name`, 'use lowercase letters and digits joined by single hyphens, e.g. my-integration', 2);
+  const dir = path.resolve(cwd, name);
+  if (existsSync(dir) && readdirSync(dir).length > 0) throw new CliError(`${dir} exists and is not empty`, 'pick another name or remove that directory');
+  let org = organization;
+  if (!org && terminal.interactive) {
+    const prompt = createInterface({ input: process.stdin, output: process.stderr });
+    org = (await prompt.question('Organization (id or subdomain): ')).trim();
+    prompt.close();
+  }
+  if (!org) throw new CliError('no organization given', 'pass --organization <id or subdomain>', 2);
+  for (const [file, content] of Object.entries(scaffoldFiles(name, org))) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), content);
+  }
+  terminal.print(`Created ${path.relative(cwd, dir) || '.'}/ with ${Object.keys(scaffoldFiles(name, org)).join(', ')}\nNext: cd ${name} && platform check`);
+}
+
+export interface CheckedIntegration {
+  dir: string;
+  manifestText: string;
+  manifest: Manifest;
+  bundle?: string;
+  componentIds: string[];
+  warnings: ManifestIssue[];
+}
+
+const located = (file: string, issue: { line: number; column: number; path: string; message: string }, kind = '') => `${file}:${issue.line}:${issue.column} ${kind}${issue.path === '(yaml)' || issue.path === '(root)' ? '' : `${issue.path}: `}${issue.message}`;
+
+/**
+ * The server's own validation, run locally: the manifest, then the script bundled and
+ * loaded the way the platform will load it. Errors are printed as `file:line:col message`.
+ */
+export async function checkIntegration(terminal: Terminal, dirArg = '.'): Promise<CheckedIntegration> {
+  const dir = path.resolve(dirArg);
+  const manifestPath = path.join(dir, MANIFEST_FILE);
+  if (!existsSync(manifestPath)) throw new CliError(`no ${MANIFEST_FILE} in ${dir}`, 'run it in an integration directory, or create one with platform new <name>');
+  const manifestText = readFileSync(manifestPath, 'utf8');
+  let script: unknown;
+  try {
+    script = (parse(manifestText) as { script?: unknown } | null)?.script;
+  } catch {
+    script = undefined; // The validation below reports the YAML error with its position.
+  }
+  let bundle: string | undefined;
+  let componentIds: string[] = [];
+  const scriptErrors: string[] = [];
+  if (typeof script === 'string' && script) {
+    terminal.progress(`Bundling ${script}…`);
+    const entry = path.join(dir, script);
+    if (!existsSync(entry)) scriptErrors.push(`${MANIFEST_FILE}: script ${script} does not exist`);
+    else {
+      try {
+        bundle = await bundleScript(entry);
+      } catch (err) {
+        const errors = (err as { errors?: { text: string; location?: { file: string; line: number; column: number } }[] }).errors ?? [];
+        scriptErrors.push(...(errors.length ? errors.map((e) => `${e.location ? `${e.location.file}:${e.location.line}:${e.location.column + 1} ` : ''}${e.text}`) : [(err as Error).message]));
+      }
+    }
+    if (bundle && Buffer.byteLength(bundle) > MAX_BUNDLE_BYTES) scriptErrors.push(`${script}: the bundle is ${Buffer.byteLength(bundle)} bytes; the platform accepts at most ${MAX_BUNDLE_BYTES} (1 MiB)`);
+    if (bundle) {
+      const inspection = await inspectScript(bundle);
+      if (inspection.ok) componentIds = inspection.componentIds;
+      else scriptErrors.push(`${script}: ${inspection.error}`);
+    }
+  }
+  const readFile = (file: string) => (existsSync(path.join(dir, file)) ? readFileSync(path.join(dir, file)) : undefined);
+  const result = validateManifest(manifestText, { readFile, componentIds: bundle ? componentIds : undefined });
+  for (const warning of result.warnings) terminal.print(located(MANIFEST_FILE, warning, 'warning: '));
+  const errors = [...result.errors.map((issue) => located(MANIFEST_FILE, issue)), ...scriptErrors];
+  if (errors.length || !result.manifest) throw new CliError(`${errors.join('\n')}\n${errors.length} error(s)`, `fix them and run platform check again`);
+  return { dir, manifestText, manifest: result.manifest, bundle, componentIds, warnings: result.warnings };
+}
+
+/** `${{ env.NAME }}` of each listed secret, read from this process's environment; nothing else is read. */
+export function substituteSecrets(manifest: Manifest, env: NodeJS.ProcessEnv): Record<string, string> {
+  const values: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const [secret, reference] of Object.entries(manifest.secrets ?? {})) {
+    const variable = /env\.([A-Za-z_][A-Za-z0-9_]*)/.exec(reference)![1]!;
+    const value = env[variable];
+    if (value === undefined) missing.push(`secret ${secret} needs the environment variable ${variable}, which is not set`);
+    else values[secret] = value;
+  }
+  if (missing.length) throw new CliError(missing.join('\n'), 'export the variables, then publish again');
+  return values;
+}
+
+export async function publishIntegration(terminal: Terminal, api: ApiClient, env: NodeJS.ProcessEnv, dirArg = '.'): Promise<{ name: string; version: number }> {
+  terminal.progress('Checking…');
+  const checked = await checkIntegration(terminal, dirArg);
+  const secrets = substituteSecrets(checked.manifest, env);
+  const files = [checked.manifest.icon, ...(checked.manifest.previewImages ?? [])].filter((file): file is string => typeof file === 'string');
+  const assets = Object.fromEntries(files.map((file) => [file, readFileSync(path.join(checked.dir, file)).toString('base64')]));
+  terminal.progress(`Uploading ${checked.manifest.name} to ${api.baseUrl}…`);
+  const published = await api.request<{ name: string; version: number }>('POST', '/v1/integrations', { manifest: checked.manifestText, script: checked.bundle ?? '', assets, secrets });
+  terminal.print(`Published ${published.name} version ${published.version}\nInstall it: platform install ${published.name} --org ${checked.manifest.organization}`);
+  return published;
+}

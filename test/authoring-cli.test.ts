@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { integrationVersionWorkflowId, versionQuery } from '../src/workflows/integration';
+import { parseAssignments } from '../src/cli/integrations';
+import { substituteSecrets } from '../src/cli/authoring';
+import { TestPlatform } from './support/platform';
+
+const bin = path.join(__dirname, '..', '..', 'bin', 'platform.js');
+
+describe('the authoring CLI, end to end', function () {
+  const platform = new TestPlatform(__filename);
+  const work = mkdtempSync(path.join(os.tmpdir(), 'platform-cli-'));
+  const name = `e2e-${Date.now().toString(36)}`;
+  const dir = path.join(work, name);
+  let tenant: { org: string; token: string };
+  let env: NodeJS.ProcessEnv;
+
+  const cli = async (args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) => {
+    try {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], { cwd: options.cwd ?? dir, env: options.env ?? env });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  };
+
+  before(async function () {
+    await platform.start();
+    tenant = await platform.tenant();
+    env = { PATH: process.env.PATH, HOME: process.env.HOME, PLATFORM_API_URL: platform.api.url, PLATFORM_TOKEN: tenant.token, E2E_CLIENT_SECRET: 'shh-123', UNLISTED_VAR: 'never read' };
+  });
+  after(() => platform.stop());
+
+  it('new -> check -> publish -> install -> configure -> active', async function () {
+    const created = await cli(['new', name, '--organization', tenant.org], { cwd: work });
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, new RegExp(`Created ${name}/ with platform-manifest.yaml, src/index.ts, package.json, tsconfig.json`));
+    assert.match(readFileSync(path.join(dir, 'platform-manifest.yaml'), 'utf8'), /^visibility: private$/m);
+
+    const checked = await cli(['check']);
+    assert.equal(checked.code, 0, checked.stderr);
+    assert.equal(checked.stdout, `${name} is valid (components: counter)\n`);
+
+    // The author adds a required property and a secret.
+    const manifestPath = path.join(dir, 'platform-manifest.yaml');
+    writeFileSync(
+      manifestPath,
+      readFileSync(manifestPath, 'utf8').replace('      greeting:', '      api_key: { type: string, title: API key }\n      greeting:') + '    required: [api_key]\nsecrets:\n  CLIENT_SECRET: ${{ env.E2E_CLIENT_SECRET }}\n',
+    );
+    const published = await cli(['publish']);
+    assert.equal(published.code, 0, published.stderr);
+    assert.match(published.stdout, new RegExp(`^Published ${name} version 1\\nInstall it: platform install ${name} --org ${tenant.org}\\n$`));
+    assert.match(published.stderr, /Checking…[\s\S]*Bundling src\/index.ts…[\s\S]*Uploading/);
+
+    const stored = await platform.client.workflow.getHandle(integrationVersionWorkflowId(name, 1)).query(versionQuery);
+    assert.deepEqual(stored.secrets, { CLIENT_SECRET: 'shh-123' }, 'substituted from the CLI environment, only the listed variable');
+    assert.match(stored.script, /counter/);
+
+    const listed = await cli(['integrations', 'list']);
+    assert.match(listed.stdout, new RegExp(`^${name} +1 +private +${name.split('-').map((w) => w[0]!.toUpperCase() + w.slice(1)).join(' ')}$`, 'm'));
+
+    const installed = await cli(['install', name, '--org', tenant.org, '--json']);
+    assert.equal(installed.code, 0, installed.stderr);
+    const installation = JSON.parse(installed.stdout);
+    assert.equal(installation.status, 'pending');
+
+    const configured = await cli(['config', 'set', installation.id, 'api_key=abc123', 'greeting=Hi']);
+    assert.equal(configured.code, 0, configured.stderr);
+    assert.equal(configured.stdout, `${installation.id}: active\n`);
+    const read = await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token });
+    assert.deepEqual(read.body.configuration, { api_key: 'abc123', greeting: 'Hi' });
+  });
+
+  it('publish fails naming a secret whose environment variable is missing', async function () {
+    const { E2E_CLIENT_SECRET: _unset, ...withoutSecret } = env;
+    const answer = await cli(['publish'], { env: withoutSecret });
+    assert.equal(answer.code, 1);
+    assert.match(answer.stderr, /secret CLIENT_SECRET needs the environment variable E2E_CLIENT_SECRET, which is not set/);
+  });
+
+  it('check prints file:line:col for each error and exits non-zero', async function () {
+    const broken = path.join(work, 'broken');
+    await cli(['new', 'broken', '--organization', tenant.org], { cwd: work });
+    const manifestPath = path.join(broken, 'platform-manifest.yaml');
+    writeFileSync(manifestPath, readFileSync(manifestPath, 'utf8').replace('visibility: private', 'visibilty: private'));
+    const answer = await cli(['check', broken]);
+    assert.equal(answer.code, 1);
+    assert.match(answer.stderr, /platform-manifest\.yaml:1:1 visibility: is required/);
+    assert.match(answer.stderr, /platform-manifest\.yaml:5:1 visibilty: unknown key "visibilty"; did you mean "visibility"\?/);
+    assert.match(answer.stderr, /2 error\(s\)/);
+  });
+
+  it('parses key=value as JSON where it parses and as text otherwise; reads only listed variables', function () {
+    assert.deepEqual(parseAssignments(['a=1', 'b=true', 'c=null', 'd=hello', 'e={"x":1}', 'f=']), { a: 1, b: true, c: null, d: 'hello', e: '{"x":1}', f: '' });
+    const manifest = { secrets: { A: '${{ env.VAR_A }}' } } as never;
+    assert.deepEqual(substituteSecrets(manifest, { VAR_A: 'x', VAR_B: 'y' }), { A: 'x' });
+  });
+});
