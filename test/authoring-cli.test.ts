@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { integrationVersionWorkflowId, versionQuery } from '../src/workflows/integration';
 import { parseAssignments } from '../src/cli/integrations';
 import { substituteSecrets } from '../src/cli/authoring';
+import { temporal } from '@temporalio/proto';
 import { TestPlatform } from './support/platform';
-
-const bin = path.join(__dirname, '..', '..', 'bin', 'platform.js');
+import { runCli } from './support/cli';
 
 describe('the authoring CLI, end to end', function () {
   const platform = new TestPlatform(__filename);
@@ -19,15 +17,7 @@ describe('the authoring CLI, end to end', function () {
   let tenant: { org: string; token: string };
   let env: NodeJS.ProcessEnv;
 
-  const cli = async (args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) => {
-    try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], { cwd: options.cwd ?? dir, env: options.env ?? env });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const cli = (args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) => runCli(args, { cwd: options.cwd ?? dir, env: options.env ?? env });
 
   before(async function () {
     await platform.start();
@@ -60,6 +50,8 @@ describe('the authoring CLI, end to end', function () {
     const stored = await platform.client.workflow.getHandle(integrationVersionWorkflowId(name, 1)).query(versionQuery);
     assert.deepEqual(stored.secrets, { CLIENT_SECRET: 'shh-123' }, 'substituted from the CLI environment, only the listed variable');
     assert.match(stored.script, /counter/);
+    const raw = await platform.client.workflowService.getWorkflowExecutionHistory({ namespace: platform.namespace, execution: { workflowId: integrationVersionWorkflowId(name, 1) } });
+    assert.equal(Buffer.from(temporal.api.history.v1.History.encode(raw.history!).finish()).includes('shh-123'), false, 'the secret stands encrypted in history');
 
     const listed = await cli(['integrations', 'list']);
     assert.match(listed.stdout, new RegExp(`^${name} +1 +private +${name.split('-').map((w) => w[0]!.toUpperCase() + w.slice(1)).join(' ')}$`, 'm'));

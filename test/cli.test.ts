@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { deliveryDetail, table } from '../src/cli/format';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-
-const bin = path.join(__dirname, '..', '..', 'bin', 'platform.js');
+import { runCli } from './support/cli';
 
 describe('the platform CLI', function () {
   describe('formatting', function () {
@@ -32,15 +28,7 @@ describe('the platform CLI', function () {
     let env: NodeJS.ProcessEnv;
     let hook: { id: string };
     let failed: string[] = [];
-    const cli = async (...args: string[]) => {
-      try {
-        const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], { env });
-        return { code: 0, stdout, stderr };
-      } catch (err) {
-        const e = err as { code: number; stdout: string; stderr: string };
-        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-      }
-    };
+    const cli = (...args: string[]) => runCli(args, { env });
 
     before(async function () {
       await Promise.all([platform.start(), receiver.start()]);
@@ -86,7 +74,7 @@ describe('the platform CLI', function () {
       const missing = await cli('deliveries', 'show', 'evt_nope:ins_nope');
       assert.equal(missing.code, 1);
       assert.equal(missing.stderr, 'error: 404 delivery not found\n');
-      const unauthorized = await promisify(execFile)(process.execPath, [bin, 'deliveries', 'list'], { env: { ...env, PLATFORM_TOKEN: 'bad' } }).catch((e) => e);
+      const unauthorized = await runCli(['deliveries', 'list'], { env: { ...env, PLATFORM_TOKEN: 'bad' } });
       assert.equal(unauthorized.code, 1);
       assert.match(unauthorized.stderr, /^error: 401 missing or invalid bearer token\nhint: check --token/);
       const usage = await cli('deliveries', 'replay-failed');
