@@ -47,7 +47,17 @@ async function main(): Promise<void> {
   const workerRun = worker.run();
   const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];
   const api = await startApi(
-    { client, taskQueue: config.taskQueue, baseUrl: config.baseUrl, adminToken, allowPrivateTargets, codec: new EncryptionCodec(encryptionKey), logger, codecCorsOrigins: uiOrigins },
+    {
+      client,
+      taskQueue: config.taskQueue,
+      baseUrl: config.baseUrl,
+      adminToken,
+      allowPrivateTargets,
+      codec: new EncryptionCodec(encryptionKey),
+      logger,
+      codecTrustsLoopback: true,
+      codecCorsOrigins: uiOrigins,
+    },
     config.port,
   );
 

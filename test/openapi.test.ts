@@ -31,6 +31,7 @@ describe('GET /openapi.json and the system routes', function () {
       allowPrivateTargets: false,
       codec: new EncryptionCodec(generateEncryptionKey()),
       logger: createLogger('silent'),
+      codecTrustsLoopback: false,
       codecCorsOrigins: [],
     });
     const registered = routes.router.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${String(layer.path).replace(/:([A-Za-z]+)/g, '{$1}')}`)).sort();

@@ -34,6 +34,21 @@ describe('publishing integrations and their visibility', function () {
       assert.equal((await platform.http('GET', `/v1/integrations/${names.public}`, { token: a.token })).body.latestVersion, 2);
     });
 
+    it('gives concurrent publishes of one integration distinct versions', async function () {
+      const answers = await Promise.all([1, 2, 3].map(() => publish(a.token, fixtureManifest(names.private, a.org, 'private'))));
+      assert.deepEqual(answers.map((answer) => answer.status), [201, 201, 201]);
+      assert.deepEqual(answers.map((answer) => answer.body.version).sort(), [2, 3, 4]);
+      assert.equal((await platform.http('GET', `/v1/integrations/${names.private}`, { token: a.token })).body.latestVersion, 4);
+    });
+
+    it('answers odd asset and secret names with 400s, not 500s', async function () {
+      const icon = await publish(a.token, fixtureManifest(`odd-${suffix}`, a.org, 'private', 'icon: constructor'));
+      assert.equal(icon.status, 400);
+      assert.deepEqual(icon.body.details.map((d: any) => d.field), ['icon']);
+      const secrets = await publish(a.token, fixtureManifest(`odd-${suffix}`, a.org, 'private'), { secrets: { toString: 'x' } });
+      assert.deepEqual(secrets.body.details.map((d: any) => d.field), ['secrets.toString']);
+    });
+
     it('accepts the organization by subdomain as well as by id', async function () {
       const answer = await publish(a.token, fixtureManifest(`sub-${suffix}`, a.org, 'private'));
       assert.equal(answer.status, 201);
@@ -42,7 +57,7 @@ describe('publishing integrations and their visibility', function () {
     it('keeps names unique across organizations: 409', async function () {
       const answer = await publish(b.token, fixtureManifest(names.public, b.org, 'public'));
       assert.equal(answer.status, 409);
-      assert.match(answer.body.message, /belongs to another organization/);
+      assert.match(answer.body.message, /is not available/);
       assert.equal((await publish(a.token, fixtureManifest('webhook', a.org, 'public'))).status, 409);
     });
 

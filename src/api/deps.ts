@@ -11,6 +11,8 @@ export interface ApiDeps {
   allowPrivateTargets: boolean;
   codec: EncryptionCodec;
   logger: Logger;
+  /** The embedded default trusts loopback callers of the codec endpoint (its own UI); production asks for the token. */
+  codecTrustsLoopback: boolean;
   /** Origins allowed to call the codec endpoint from a browser (the Temporal UI). */
   codecCorsOrigins: string[];
 }

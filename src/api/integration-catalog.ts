@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { WEBHOOK_INTEGRATION, webhookConfigurations, type Target } from '../integrations/webhook';
-import { integrationQuery, integrationWorkflowId, REGISTRY_WORKFLOW_ID, registryQuery, type IntegrationState, type IntegrationSummary } from '../workflows/integration';
-import { isMember, type Caller } from './auth';
+import { integrationQuery, integrationWorkflowId, REGISTRY_WORKFLOW_ID, registryQuery, type IntegrationListing, type IntegrationState, type IntegrationSummary } from '../workflows/integration';
+import { isMember, sameSecret, type Caller } from './auth';
 import { notFound } from './errors';
 
 /** The built-in webhook integration: public, owned by the platform, present from the start (DESIGN.md §3). */
@@ -37,7 +37,7 @@ export class IntegrationCatalog {
   }
 
   /** Listed: public ones and the caller's own organizations' ones. */
-  async list(caller: Caller): Promise<IntegrationSummary[]> {
+  async list(caller: Caller): Promise<IntegrationListing[]> {
     const published = await this.client.workflow.getHandle(REGISTRY_WORKFLOW_ID).query(registryQuery);
     return [webhookIntegration, ...published.filter((summary) => summary.visibility === 'public' || isMember(caller, summary.ownerOrg))];
   }
@@ -47,7 +47,7 @@ export class IntegrationCatalog {
     const state = await this.state(name);
     const summary = state?.summary;
     if (!state || !summary) throw notFound('integration');
-    const linked = summary.visibility === 'unlisted' && installLink !== undefined && installLink === state.installLinkToken;
+    const linked = summary.visibility === 'unlisted' && installLink !== undefined && sameSecret(installLink, state.installLinkToken);
     if (summary.visibility === 'public' || isMember(caller, state.ownerOrg) || linked) return state;
     throw notFound('integration');
   }
@@ -57,6 +57,6 @@ export class IntegrationCatalog {
     const visibility = state.summary?.visibility;
     if (visibility === 'public') return true;
     if (target.org === state.ownerOrg) return true;
-    return visibility === 'unlisted' && installLink !== undefined && installLink === state.installLinkToken;
+    return visibility === 'unlisted' && installLink !== undefined && sameSecret(installLink, state.installLinkToken);
   }
 }

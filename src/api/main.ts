@@ -21,7 +21,8 @@ async function main(): Promise<void> {
       allowPrivateTargets: config.allowPrivateTargets,
       codec: new EncryptionCodec(encryptionKey),
       logger,
-      codecCorsOrigins: (process.env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').filter(Boolean),
+      codecTrustsLoopback: false,
+        codecCorsOrigins: (process.env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').filter(Boolean),
     },
     config.port,
   );

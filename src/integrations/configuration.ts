@@ -70,5 +70,6 @@ export function applyPatch(configuration: Configuration, patch: Configuration): 
 
 /** Required properties that hold no value (an empty string counts as none). */
 export function missingRequired(schema: ConfigurationSchema, configuration: Configuration): string[] {
-  return (schema.required ?? []).filter((field) => configuration[field] === undefined || configuration[field] === '');
+  const has = (field: string) => Object.prototype.hasOwnProperty.call(configuration, field);
+  return (schema.required ?? []).filter((field) => !has(field) || configuration[field] === undefined || configuration[field] === '');
 }

@@ -69,8 +69,11 @@ function configurationRules(manifest: Record<string, unknown>): RuleIssue[] {
     }
     if (Array.isArray(configuration.required)) {
       configuration.required.forEach((name, i) => {
-        if (typeof name === 'string' && !Object.prototype.hasOwnProperty.call(properties, name)) {
+        if (typeof name !== 'string') return;
+        if (!Object.prototype.hasOwnProperty.call(properties, name)) {
           issues.push({ path: ['configurations', scope, 'required', i], message: `names no property; properties: ${Object.keys(properties).join(', ') || '(none)'}` });
+        } else if ((properties[name] as { type?: unknown }).type === 'button') {
+          issues.push({ path: ['configurations', scope, 'required', i], message: `"${name}" is a button, which holds no value: it cannot be required` });
         }
       });
     }
@@ -96,6 +99,19 @@ function assetRule(path: Segment[], file: unknown, context: RuleContext, preview
   return [];
 }
 
+function linkRules(manifest: Record<string, unknown>): RuleIssue[] {
+  if (!Array.isArray(manifest.externalLinks)) return [];
+  return manifest.externalLinks.flatMap((link, i) => {
+    const url = isObject(link) ? link.url : undefined;
+    if (typeof url !== 'string' || !url.startsWith('https://')) return [];
+    try {
+      return new URL(url).protocol === 'https:' && !/\s/.test(url) ? [] : [{ path: ['externalLinks', i, 'url'], message: 'must be an https:// URL' }];
+    } catch {
+      return [{ path: ['externalLinks', i, 'url'], message: 'is not a valid URL' }];
+    }
+  });
+}
+
 function blockRules(manifest: Record<string, unknown>, context: RuleContext): RuleIssue[] {
   if (!Array.isArray(manifest.blocks)) return [];
   const issues: RuleIssue[] = [];
@@ -117,6 +133,7 @@ export function manifestRules(manifest: Record<string, unknown>, context: RuleCo
     ...scopeRules(manifest, context),
     ...configurationRules(manifest),
     ...blockRules(manifest, context),
+    ...linkRules(manifest),
     ...assetRule(['icon'], manifest.icon, context, false),
     ...(Array.isArray(manifest.previewImages) ? manifest.previewImages.flatMap((file, i) => assetRule(['previewImages', i], file, context, true)) : []),
   ];

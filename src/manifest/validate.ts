@@ -7,6 +7,8 @@ import type { Manifest, ManifestIssue } from './types';
 
 export { schema as manifestSchema };
 export const MANIFEST_FILE = 'platform-manifest.yaml';
+/** Past this many issues of one kind the rest would only repeat them; locating each has a cost. */
+const MAX_ISSUES = 100;
 
 const validateSchema = new Ajv({ allErrors: true, strict: true, verbose: true }).compile(schema);
 
@@ -59,7 +61,7 @@ function fromSchemaError(error: ErrorObject, source: ManifestSource): ManifestIs
       message = patternMessage(path) ?? message;
       break;
     case 'propertyNames':
-      return { path: formatPath([...path, String(error.params.propertyName)]), message: 'is not a valid name (letters, digits and _; not starting with a digit)', ...source.locate([...path, String(error.params.propertyName)], true) };
+      return { path: formatPath([...path, String(error.params.propertyName)]), message: 'is not a valid name (letters, digits and _, not starting with a digit; not __proto__, constructor or prototype)', ...source.locate([...path, String(error.params.propertyName)], true) };
   }
   return { path: formatPath(path), message, ...source.locate(path, atKey) };
 }
@@ -70,7 +72,7 @@ function patternMessage(path: Segment[]): string | undefined {
   if (top === 'secrets') return 'must be an environment substitution: ${{ env.NAME }}';
   if (top === 'externalLinks') return 'must be an https:// URL';
   if (top === 'blocks') return 'must be 1-64 letters, digits, _ or -';
-  if (leaf === 'completion_url' || path.at(-1) === 'completion_url' || path.at(-1) === 'callback_url') return 'must be a path starting with /';
+  if (leaf === 'completion_url' || path.at(-1) === 'completion_url' || path.at(-1) === 'callback_url') return 'must be a path on the integration, starting with a single /';
   return undefined;
 }
 
@@ -87,14 +89,24 @@ export function validateManifest(text: string, context: RuleContext = {}): Manif
       warnings: [],
     };
   }
-  const value = source.doc.toJS() as unknown;
+  let value: unknown;
+  try {
+    value = source.doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    // An alias bomb: refusing it costs nothing, expanding it could cost everything.
+    return { errors: [{ path: '(yaml)', message: (err as Error).message, line: 1, column: 1 }], warnings: [] };
+  }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { errors: [{ path: '(root)', message: 'the manifest must be a YAML mapping of keys to values', line: 1, column: 1 }], warnings: [] };
   }
   const errors: ManifestIssue[] = [];
   const warnings: ManifestIssue[] = [];
-  if (!validateSchema(value)) errors.push(...(validateSchema.errors ?? []).map((error) => fromSchemaError(error, source)));
-  for (const issue of manifestRules(value as Record<string, unknown>, context)) {
+  if (!validateSchema(value)) {
+    // A bad name under propertyNames also fails its pattern: the propertyNames error says it better.
+    const schemaErrors = (validateSchema.errors ?? []).filter((error) => !error.schemaPath.includes('/propertyNames/'));
+    errors.push(...schemaErrors.slice(0, MAX_ISSUES).map((error) => fromSchemaError(error, source)));
+  }
+  for (const issue of manifestRules(value as Record<string, unknown>, context).slice(0, MAX_ISSUES)) {
     const located = { path: formatPath(issue.path), message: issue.message, ...source.locate(issue.path, issue.atKey) };
     (issue.warning ? warnings : errors).push(located);
   }

@@ -1,26 +1,34 @@
 /**
  * Runs inside a locked-down child process (see inspect-script.ts): evaluates an integration
  * bundle read from stdin and reports what its default export registers, as one JSON line.
+ * Nothing of this process is handed into the context: `module`, `exports` and `console`
+ * are made inside it, and only a string comes out, so no host object offers a way back.
  */
 import vm from 'node:vm';
 
-const INTEGRATION_BRAND = '__platformIntegration';
+const PRELUDE = 'var module = { exports: {} }; var exports = module.exports; var console = { log() {}, warn() {}, error() {} };';
+const REPORT = `(() => {
+  const exported = module.exports && (module.exports.default || module.exports);
+  if (!exported || exported.__platformIntegration !== true) return JSON.stringify({ ok: false, error: 'the default export does not come from createIntegration()' });
+  const ids = Array.isArray(exported.componentIds) ? exported.componentIds.filter((id) => typeof id === 'string') : [];
+  return JSON.stringify({ ok: true, componentIds: ids });
+})()`;
 
-function inspect(code: string): { ok: true; componentIds: string[] } | { ok: false; error: string } {
-  const module = { exports: {} as Record<string, unknown> };
-  const context = vm.createContext({ module, exports: module.exports, console: { log() {}, warn() {}, error() {} } });
+function inspect(code: string): string {
+  const context = vm.createContext({}, { codeGeneration: { strings: false, wasm: false } });
   try {
+    vm.runInContext(PRELUDE, context);
     vm.runInContext(code, context, { timeout: 1000, filename: 'integration.js' });
+    const report: unknown = vm.runInContext(REPORT, context, { timeout: 100 });
+    return typeof report === 'string' ? report : JSON.stringify({ ok: false, error: 'the script could not be inspected' });
   } catch (err) {
-    return { ok: false, error: `the script throws when loaded: ${err instanceof Error ? err.message : String(err)}` };
+    // Errors thrown by the script belong to its context's realm: read the message as data.
+    const candidate = typeof err === 'object' && err !== null ? (err as { message?: unknown }).message : err;
+    const message = typeof candidate === 'string' ? candidate : 'an exception';
+    return JSON.stringify({ ok: false, error: `the script throws when loaded: ${String(message).slice(0, 200)}` });
   }
-  const exported = module.exports.default ?? module.exports;
-  const integration = exported as { [INTEGRATION_BRAND]?: boolean; componentIds?: unknown } | undefined;
-  if (!integration || integration[INTEGRATION_BRAND] !== true) return { ok: false, error: 'the default export does not come from createIntegration()' };
-  const ids = Array.isArray(integration.componentIds) ? integration.componentIds.filter((id): id is string => typeof id === 'string') : [];
-  return { ok: true, componentIds: ids };
 }
 
 const chunks: Buffer[] = [];
 process.stdin.on('data', (chunk: Buffer) => chunks.push(chunk));
-process.stdin.on('end', () => process.stdout.write(`${JSON.stringify(inspect(Buffer.concat(chunks).toString('utf8')))}\n`));
+process.stdin.on('end', () => process.stdout.write(`${inspect(Buffer.concat(chunks).toString('utf8'))}\n`));

@@ -42,17 +42,20 @@ export interface IntegrationState {
   summary?: IntegrationSummary;
 }
 
-export type NewVersion = Omit<IntegrationVersion, 'version' | 'publishedAt'>;
+/** What the registry lists of each integration: small, whatever the manifest's size. */
+export type IntegrationListing = Pick<IntegrationSummary, 'name' | 'ownerOrg' | 'visibility' | 'latestVersion' | 'title' | 'description' | 'categories' | 'updatedAt'>;
 
 export const integrationWorkflowId = (name: string): string => `integration/${name}`;
 export const integrationVersionWorkflowId = (name: string, version: number): string => `integration/${name}/v${version}`;
 export const REGISTRY_WORKFLOW_ID = 'integrations';
 
-export const publishUpdate = wf.defineUpdate<{ name: string; version: number }, [string, NewVersion]>('publish');
+/** Publishing is two steps around the API starting the version's workflow (too big for an update). */
+export const reserveVersionUpdate = wf.defineUpdate<number, [string]>('reserveVersion');
+export const commitVersionUpdate = wf.defineUpdate<{ name: string; version: number }, [number, Manifest, string]>('commitVersion');
 export const integrationQuery = wf.defineQuery<IntegrationState>('integration');
 export const versionQuery = wf.defineQuery<IntegrationVersion>('version');
-export const integrationPublishedSignal = wf.defineSignal<[IntegrationSummary]>('integrationPublished');
-export const registryQuery = wf.defineQuery<IntegrationSummary[]>('registry');
+export const integrationPublishedSignal = wf.defineSignal<[IntegrationListing]>('integrationPublished');
+export const registryQuery = wf.defineQuery<IntegrationListing[]>('registry');
 
 /** A published version, kept as the input of a workflow that never ends. */
 export async function integrationVersionWorkflow(version: IntegrationVersion): Promise<void> {
@@ -68,18 +71,26 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
   const budget = new HistoryBudget(historyLimit);
   const registry = wf.getExternalWorkflowHandle(REGISTRY_WORKFLOW_ID);
   wf.setHandler(integrationQuery, () => state);
+  // Numbers are handed out before any await, so concurrent publishes never share one.
+  let reserved = state.summary?.latestVersion ?? 0;
+  const ownerOnly = (ownerOrg: string) => {
+    if (ownerOrg !== state.ownerOrg) throw conflict(`the name "${state.name}" is not available`);
+  };
   wf.setHandler(
-    publishUpdate,
-    async (_ownerOrg, next) => {
+    reserveVersionUpdate,
+    () => {
       budget.spend();
-      const version = (state.summary?.latestVersion ?? 0) + 1;
-      const publishedAt = new Date().toISOString();
-      await wf.startChild(integrationVersionWorkflow, {
-        workflowId: integrationVersionWorkflowId(state.name, version),
-        args: [{ ...next, version, publishedAt }],
-        parentClosePolicy: 'ABANDON',
-      });
-      const { manifest } = next;
+      reserved += 1;
+      return reserved;
+    },
+    { validator: ownerOnly },
+  );
+  wf.setHandler(
+    commitVersionUpdate,
+    async (version, manifest) => {
+      budget.spend();
+      if (state.summary && state.summary.latestVersion >= version) return { name: state.name, version };
+      const updatedAt = new Date().toISOString();
       state.summary = {
         name: state.name,
         ownerOrg: state.ownerOrg,
@@ -93,14 +104,16 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
         blocks: manifest.blocks,
         externalLinks: manifest.externalLinks,
         configurations: manifest.configurations,
-        updatedAt: publishedAt,
+        updatedAt,
       };
-      await registry.signal(integrationPublishedSignal, state.summary);
-      return { name: state.name, version };
+      const { name, ownerOrg, visibility, latestVersion, title, description, categories } = state.summary;
+      await registry.signal(integrationPublishedSignal, { name, ownerOrg, visibility, latestVersion, title, description, categories, updatedAt });
+      return { name, version };
     },
     {
-      validator: (ownerOrg, _next) => {
-        if (ownerOrg !== state.ownerOrg) throw conflict(`the name "${state.name}" belongs to another organization's integration`);
+      validator: (version, _manifest, ownerOrg) => {
+        ownerOnly(ownerOrg);
+        if (!Number.isInteger(version) || version < 1 || version > reserved) throw conflict(`version ${version} was never reserved`);
       },
     },
   );
@@ -110,7 +123,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
 }
 
 /** Every integration's summary, for listings: one consistent query. */
-export async function registryWorkflow(integrations: Record<string, IntegrationSummary> = {}, historyLimit = 2000): Promise<void> {
+export async function registryWorkflow(integrations: Record<string, IntegrationListing> = {}, historyLimit = 2000): Promise<void> {
   const budget = new HistoryBudget(historyLimit);
   wf.setHandler(integrationPublishedSignal, (summary) => {
     budget.spend();

@@ -79,6 +79,7 @@ export class TestPlatform {
         allowPrivateTargets,
         codec: new EncryptionCodec(encryptionKey),
         logger,
+        codecTrustsLoopback: true,
         codecCorsOrigins: [],
       },
       0,

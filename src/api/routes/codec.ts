@@ -51,16 +51,17 @@ export function codecCors(origins: string[]) {
 
 /**
  * The Temporal codec-server protocol (DESIGN.md §5): lets the Temporal UI and CLI show
- * encrypted payloads. Open to loopback callers or the administrator's bearer token.
+ * encrypted payloads. Open to the administrator's bearer token, and in the embedded
+ * default to loopback callers (its own UI in a local browser).
  */
-export function codecRoutes(routes: RouteTable, { codec, adminToken }: ApiDeps): void {
+export function codecRoutes(routes: RouteTable, { codec, adminToken, codecTrustsLoopback }: ApiDeps): void {
   const admin = `Bearer ${adminToken}`;
   for (const direction of ['encode', 'decode'] as const) {
     routes.add<{ payloads: JsonPayload[] }>(
       {
         method: 'post',
         path: `/codec/${direction}`,
-        summary: `Temporal codec server: ${direction} payloads (loopback or administrator)`,
+        summary: `Temporal codec server: ${direction} payloads (administrator; loopback in the embedded default)`,
         access: 'anyone',
         body: payloadsSchema,
         // Parsed after the caller is known, so strangers learn nothing from validation errors.
@@ -68,7 +69,7 @@ export function codecRoutes(routes: RouteTable, { codec, adminToken }: ApiDeps):
         responses: { 200: { description: `The ${direction}d payloads`, schema: payloadsSchema } },
       },
       async ({ ctx, body: raw }) => {
-        const fromLoopback = LOOPBACK.has(ctx.req.socket.remoteAddress ?? '');
+        const fromLoopback = codecTrustsLoopback && LOOPBACK.has(ctx.req.socket.remoteAddress ?? '');
         if (!fromLoopback && !sameSecret(ctx.get('authorization'), admin)) throw new ApiError(401, 'unauthorized', 'the codec endpoint needs the administrator token from outside this host');
         const body = parse<{ payloads: JsonPayload[] }>(payloadsSchema, raw);
         const payloads = await codec[direction](body.payloads.map(fromJson)).catch((err: Error) => Promise.reject(badRequest(`cannot ${direction} payloads: ${err.message}`)));

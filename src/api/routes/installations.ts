@@ -90,11 +90,12 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       responses: { 201: { description: 'The installation', schema: installationSchema }, 400: { description: 'Invalid target or configuration' }, 404: { description: 'No such integration or organization, or not installable there' } },
     },
     async ({ caller, body, params }) => {
-      const { target } = body;
-      requireMember(caller, target.org, 'organization');
-      if (target.space && target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
-      const org = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, target.org);
-      if (org?.id !== target.org) throw notFound('organization');
+      if (body.target.space && body.target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
+      // The organization by id or subdomain, as in manifests; stored by id.
+      const org = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, body.target.org);
+      if (!org) throw notFound('organization');
+      requireMember(caller, org.id, 'organization');
+      const target = { ...body.target, org: org.id };
       const integration = await catalog.state(params.name!);
       // Not installable there answers like a missing integration: private names do not leak.
       if (!integration?.summary || !catalog.installable(integration, target, body.installLink)) throw notFound('integration');

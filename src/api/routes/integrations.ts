@@ -2,7 +2,7 @@ import { inspectScript } from '../../sandbox/inspect-script';
 import { validateManifest } from '../../manifest/validate';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../workflows/directory';
-import { integrationWorkflow, integrationWorkflowId, publishUpdate } from '../../workflows/integration';
+import { commitVersionUpdate, integrationVersionWorkflow, integrationVersionWorkflowId, integrationWorkflow, integrationWorkflowId, reserveVersionUpdate } from '../../workflows/integration';
 import { requireMember } from '../auth';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest, conflict, notFound } from '../errors';
@@ -25,7 +25,7 @@ const publishSchema = {
   required: ['manifest', 'script'],
   additionalProperties: false,
   properties: {
-    manifest: { type: 'string', minLength: 1, description: 'platform-manifest.yaml as text, secrets still as ${{ env.NAME }}' },
+    manifest: { type: 'string', minLength: 1, maxLength: 65536, description: 'platform-manifest.yaml as text, secrets still as ${{ env.NAME }}' },
     script: { type: 'string', description: 'The CommonJS bundle of the script, at most 1 MiB' },
     assets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Path next to the manifest -> base64' },
     secrets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Secret name -> value, substituted by the CLI' },
@@ -51,24 +51,26 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       if (Buffer.byteLength(body.script) > MAX_SCRIPT_BYTES) {
         throw new ApiError(413, 'payload_too_large', `the script bundle is ${Buffer.byteLength(body.script)} bytes; the limit is ${MAX_SCRIPT_BYTES} (1 MiB)`, [{ field: 'script', message: 'exceeds 1 MiB' }]);
       }
-      const assets = Object.fromEntries(Object.entries(body.assets ?? {}).map(([file, base64]) => [file, Buffer.from(base64, 'base64')]));
-      if (Object.values(assets).reduce((sum, bytes) => sum + bytes.length, 0) > MAX_ASSETS_BYTES) throw badRequest('assets exceed 512 KiB in all', [{ field: 'assets', message: 'exceed 512 KiB' }]);
+      // A Map: asset names like "constructor" must not find what every object inherits.
+      const assets = new Map(Object.entries(body.assets ?? {}).map(([file, base64]) => [file, Buffer.from(base64, 'base64')]));
+      if ([...assets.values()].reduce((sum, bytes) => sum + bytes.length, 0) > MAX_ASSETS_BYTES) throw badRequest('assets exceed 512 KiB in all', [{ field: 'assets', message: 'exceed 512 KiB' }]);
       // SPEC.md makes the script optional; without one, no component exists.
       const inspection = body.script ? await inspectScript(body.script) : ({ ok: true, componentIds: [] } as const);
       if (!inspection.ok) throw badRequest(`script: ${inspection.error}`, [{ field: 'script', message: inspection.error }]);
-      const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets[file], componentIds: inspection.componentIds });
+      const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets.get(file), componentIds: inspection.componentIds });
       if (!manifest) throw badRequest(`the manifest has ${errors.length} error(s): ${errors.map((e) => `${e.line}:${e.column} ${e.path} ${e.message}`).join('; ')}`, errors.map(({ path, ...rest }) => ({ field: path, ...rest })));
 
       const org = await deps.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, manifest.organization);
       if (!org) throw notFound('organization');
       requireMember(caller, org.id, 'organization');
       const secrets = body.secrets ?? {};
-      const missing = Object.keys(manifest.secrets ?? {}).filter((name) => typeof secrets[name] !== 'string');
-      const extra = Object.keys(secrets).filter((name) => !(name in (manifest.secrets ?? {})));
+      const listed = new Set(Object.keys(manifest.secrets ?? {}));
+      const missing = [...listed].filter((name) => !Object.prototype.hasOwnProperty.call(secrets, name));
+      const extra = Object.keys(secrets).filter((name) => !listed.has(name));
       if (missing.length || extra.length) {
         throw badRequest('secrets must match the manifest', [...missing.map((name) => ({ field: `secrets.${name}`, message: 'is listed in the manifest but has no value' })), ...extra.map((name) => ({ field: `secrets.${name}`, message: 'is not listed in the manifest' }))]);
       }
-      if (manifest.name === WEBHOOK_INTEGRATION) throw conflict(`the name "${WEBHOOK_INTEGRATION}" belongs to the platform's built-in integration`);
+      if (manifest.name === WEBHOOK_INTEGRATION) throw conflict(`the name "${WEBHOOK_INTEGRATION}" is not available`);
 
       const handle = await deps.client.workflow.start(integrationWorkflow, {
         workflowId: integrationWorkflowId(manifest.name),
@@ -76,9 +78,14 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
         args: [{ name: manifest.name, ownerOrg: org.id, installLinkToken: newInstallLinkToken() }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
-      const published = await handle.executeUpdate(publishUpdate, {
-        args: [org.id, { name: manifest.name, manifest, script: body.script, assets: body.assets ?? {}, secrets, publishedBy: caller.kind === 'admin' ? 'admin' : caller.userId }],
+      // Reserve a number, store the version in a workflow of its own, then make it the latest.
+      const version = await handle.executeUpdate(reserveVersionUpdate, { args: [org.id] });
+      await deps.client.workflow.start(integrationVersionWorkflow, {
+        workflowId: integrationVersionWorkflowId(manifest.name, version),
+        taskQueue: deps.taskQueue,
+        args: [{ name: manifest.name, version, manifest, script: body.script, assets: body.assets ?? {}, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'admin' ? 'admin' : caller.userId }],
       });
+      const published = await handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id] });
       return { status: 201, body: published };
     },
   );
