@@ -54,7 +54,7 @@ export function installationApi(deps: ApiDeps) {
    * to a non-public address (DESIGN.md §3). The workflow's update validator repeats the
    * first part, so no path around the API can store what is refused here.
    */
-  async function checkConfiguration(target: Target, configuration: Configuration): Promise<void> {
+  async function checkWebhookConfiguration(target: Target, configuration: Configuration): Promise<void> {
     const issues = checkWebhookPatch(target, configuration).map((issue) => ({ ...issue, field: `configuration.${issue.field}` }));
     if (issues.length) throw badRequest(`invalid configuration: ${issues.map((i) => `${i.field} ${i.message}`).join('; ')}`, issues);
     if (typeof configuration.webhook_url !== 'string') return;
@@ -72,7 +72,7 @@ export function installationApi(deps: ApiDeps) {
     return lists.flat();
   }
 
-  return { handle, withUrls, load, checkConfiguration, list };
+  return { handle, withUrls, load, checkWebhookConfiguration, list };
 }
 
 export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
@@ -100,7 +100,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       // Not installable there answers like a missing integration: private names do not leak.
       if (!integration?.summary || !catalog.installable(integration, target, body.installLink)) throw notFound('integration');
       const configuration = body.configuration ?? {};
-      if (integration.name === WEBHOOK_INTEGRATION) await api.checkConfiguration(target, configuration);
+      if (integration.name === WEBHOOK_INTEGRATION) await api.checkWebhookConfiguration(target, configuration);
       const id = newInstallationId();
       const state = newInstallationState(
         {
@@ -169,7 +169,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     async ({ caller, params, body }) => {
       const { target, integration } = await api.load(caller, params.id!);
       // Webhook URLs need DNS, which workflows cannot do; every other check is the update's.
-      if (integration === WEBHOOK_INTEGRATION) await api.checkConfiguration(target, body);
+      if (integration === WEBHOOK_INTEGRATION) await api.checkWebhookConfiguration(target, body);
       const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body] });
       return { status: 200, body: api.withUrls(installation) };
     },
