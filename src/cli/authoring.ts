@@ -3,11 +3,11 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { parse } from 'yaml';
 import { MANIFEST_FILE, validateManifest } from '../manifest/validate';
-import type { Manifest, ManifestIssue } from '../manifest/types';
+import { MAX_SCRIPT_BYTES, type Manifest, type ManifestIssue } from '../manifest/types';
 import { inspectScript } from '../sandbox/inspect-script';
 import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
-import { bundleScript, MAX_BUNDLE_BYTES } from './bundle';
+import { bundleScript } from './bundle';
 import { scaffoldFiles } from './scaffold';
 
 export interface Terminal {
@@ -78,7 +78,7 @@ export async function checkIntegration(terminal: Terminal, dirArg = '.'): Promis
         scriptErrors.push(...(errors.length ? errors.map((e) => `${e.location ? `${e.location.file}:${e.location.line}:${e.location.column + 1} ` : ''}${e.text}`) : [(err as Error).message]));
       }
     }
-    if (bundle && Buffer.byteLength(bundle) > MAX_BUNDLE_BYTES) scriptErrors.push(`${script}: the bundle is ${Buffer.byteLength(bundle)} bytes; the platform accepts at most ${MAX_BUNDLE_BYTES} (1 MiB)`);
+    if (bundle && Buffer.byteLength(bundle) > MAX_SCRIPT_BYTES) scriptErrors.push(`${script}: the bundle is ${Buffer.byteLength(bundle)} bytes; the platform accepts at most ${MAX_SCRIPT_BYTES} (1 MiB)`);
     if (bundle) {
       const inspection = await inspectScript(bundle);
       if (inspection.ok) componentIds = inspection.componentIds;

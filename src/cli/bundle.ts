@@ -1,9 +1,6 @@
 import { build } from 'esbuild';
 import path from 'node:path';
 
-/** Past this the platform refuses a script bundle. */
-export const MAX_BUNDLE_BYTES = 1024 * 1024;
-
 /**
  * Bundles an integration's script into one CommonJS file. `integration-platform/runtime`
  * resolves to this CLI's own copy, so a scaffolded integration builds with nothing

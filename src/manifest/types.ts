@@ -3,6 +3,9 @@ import type { ConfigurationSchema } from '../integrations/configuration';
 export const VISIBILITIES = ['private', 'unlisted', 'public'] as const;
 export type Visibility = (typeof VISIBILITIES)[number];
 
+/** The largest script bundle the platform accepts, checked by the CLI and the server alike. */
+export const MAX_SCRIPT_BYTES = 1024 * 1024;
+
 /** Scopes only the platform's own integrations may request (SPEC.md). */
 export const INTERNAL_SCOPES = ['site:script:inject', 'site:script:cookies'];
 

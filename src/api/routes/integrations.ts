@@ -1,5 +1,6 @@
 import { inspectScript } from '../../sandbox/inspect-script';
 import { validateManifest } from '../../manifest/validate';
+import { MAX_SCRIPT_BYTES } from '../../manifest/types';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../workflows/directory';
 import { commitVersionUpdate, integrationVersionWorkflow, integrationVersionWorkflowId, integrationWorkflow, integrationWorkflowId, reserveVersionUpdate } from '../../workflows/integration';
@@ -10,7 +11,6 @@ import { IntegrationCatalog, newInstallLinkToken } from '../integration-catalog'
 import type { RouteTable } from '../route-table';
 import { listOf } from '../schemas';
 
-export const MAX_SCRIPT_BYTES = 1024 * 1024;
 const MAX_ASSETS_BYTES = 512 * 1024;
 
 interface PublishBody {
