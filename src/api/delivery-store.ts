@@ -4,7 +4,7 @@ import { WorkflowNotFoundError } from '@temporalio/common';
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { deliveryId } from '../ids';
 import { DeliveryStatusKey, EventIdKey, EventTypeKey, InstallationIdKey, OrganizationIdKey } from '../temporal/search-attributes';
-import { deliveryBodyQuery, deliveryQuery, deliverySearchAttributes, deliveryWorkflow, type Delivery, type DeliveryStatus } from '../workflows/delivery';
+import { deliveryBodyQuery, deliveryQuery, deliverySearchAttributes, deliveryWorkflow, type Delivery, type DeliveryInput, type DeliveryStatus } from '../workflows/delivery';
 
 export interface DeliveryFilter {
   orgs: string[];
@@ -88,11 +88,28 @@ export class DeliveryStore {
     return description.status.name === 'COMPLETED' ? handle.result() : handle.query(deliveryQuery);
   }
 
+  /** Starts a delivery's workflow; false when one with its id exists already (idempotent). */
+  async start(input: DeliveryInput): Promise<boolean> {
+    try {
+      await this.client.workflow.start(deliveryWorkflow, {
+        workflowId: input.id,
+        taskQueue: this.taskQueue,
+        args: [input],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: deliverySearchAttributes(input, 'pending'),
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+      throw err;
+    }
+  }
+
   /** A new delivery with the same body and eventId: `<eventId>:<installationId>:replay-<n>`. */
   async replay(original: Delivery): Promise<string> {
     const body = await this.client.workflow.getHandle(original.id).query(deliveryBodyQuery);
     for (let n = 1; ; n++) {
-      const input = {
+      const input: DeliveryInput = {
         id: deliveryId(original.eventId, original.installationId, n),
         eventId: original.eventId,
         installationId: original.installationId,
@@ -102,18 +119,7 @@ export class DeliveryStore {
         url: original.url,
         replayOf: original.id,
       };
-      try {
-        await this.client.workflow.start(deliveryWorkflow, {
-          workflowId: input.id,
-          taskQueue: this.taskQueue,
-          args: [input],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: deliverySearchAttributes(input, 'pending'),
-        });
-        return input.id;
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      }
+      if (await this.start(input)) return input.id;
     }
   }
 }

@@ -1,11 +1,13 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { newEventId } from '../../ids';
 import { eventSchemas, WEBHOOK_EVENT_TYPES, type IngestedEvent, type WebhookEventType } from '../../webhooks/events';
-import { eventWorkflow, eventWorkflowId, type IngestAnswer } from '../../workflows/event';
+import { eventWorkflow, eventWorkflowId, type EventRecord } from '../../workflows/event';
 import { installationsQuery, organizationWorkflowId } from '../../workflows/organization';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { planDeliveries } from '../fanout';
+import { DeliveryStore } from '../delivery-store';
+import { PageTokens } from '../page-tokens';
 import type { RouteTable } from '../route-table';
 import { ingestAnswerSchema } from '../schemas';
 import { parse } from '../validation';
@@ -19,7 +21,8 @@ function parseEvent(body: unknown): IngestedEvent {
   return parse<IngestedEvent>(eventSchemas[type as WebhookEventType], body, `${type} event`);
 }
 
-export function eventRoutes(routes: RouteTable, { client, taskQueue }: ApiDeps): void {
+export function eventRoutes(routes: RouteTable, { client, taskQueue, adminToken }: ApiDeps): void {
+  const deliveries = new DeliveryStore(client, taskQueue, new PageTokens(adminToken));
   routes.add<IngestedEvent>(
     {
       method: 'post',
@@ -33,21 +36,18 @@ export function eventRoutes(routes: RouteTable, { client, taskQueue }: ApiDeps):
     async ({ body: event }) => {
       const eventId = event.eventId ?? newEventId();
       const installations = await client.workflow.getHandle(organizationWorkflowId(event.organizationId)).query(installationsQuery);
-      const deliveries = planDeliveries(event, eventId, installations);
-      let answer: IngestAnswer;
+      let record: EventRecord = { eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, eventId, installations) };
       try {
-        await client.workflow.start(eventWorkflow, {
-          workflowId: eventWorkflowId(eventId),
-          taskQueue,
-          args: [{ eventId, organizationId: event.organizationId, eventType: event.type, deliveries }],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        });
-        answer = { eventId, deliveries: deliveries.map((delivery) => delivery.id) };
+        await client.workflow.start(eventWorkflow, { workflowId: eventWorkflowId(eventId), taskQueue, args: [record], workflowIdReusePolicy: 'REJECT_DUPLICATE' });
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        answer = await client.workflow.getHandle<typeof eventWorkflow>(eventWorkflowId(eventId)).result();
+        // A repeat: the first fan-out stands, whatever the installations are now.
+        record = await client.workflow.getHandle<typeof eventWorkflow>(eventWorkflowId(eventId)).result();
       }
-      return { status: 202, body: answer };
+      // 202 only once every delivery is durably started. Starting is idempotent, so a client
+      // retrying an unanswered request completes a fan-out that a crash interrupted.
+      await Promise.all(record.deliveries.map((delivery) => deliveries.start(delivery)));
+      return { status: 202, body: { eventId, deliveries: record.deliveries.map((delivery) => delivery.id) } };
     },
   );
 }
