@@ -8,11 +8,16 @@ export interface PlatformConfig {
   /** Undefined until the embedded default generates one into the data directory. */
   adminToken?: string;
   allowPrivateTargets: boolean;
+  /** `host:port` pairs integration code may reach although private (PLATFORM_EGRESS_ALLOW). */
+  egressAllow: string[];
   /** Base64 of 32 bytes; undefined until the embedded default generates one. */
   encryptionKey?: string;
   /** Undefined: the embedded default starts its own Temporal dev server. */
   temporalAddress?: string;
   temporalNamespace: string;
+  /** Embedded default: the dev server's gRPC and Web UI ports. */
+  devServerPort: number;
+  devServerUiPort: number;
   temporalCliPath?: string;
   taskQueue: string;
   logLevel: string;
@@ -27,9 +32,12 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     dataDir: path.resolve(env.PLATFORM_DATA_DIR ?? './data'),
     adminToken: env.PLATFORM_ADMIN_TOKEN || undefined,
     allowPrivateTargets: env.PLATFORM_ALLOW_PRIVATE_TARGETS === 'true',
+    egressAllow: parseEgressAllow(env.PLATFORM_EGRESS_ALLOW ?? ''),
     encryptionKey: env.PLATFORM_ENCRYPTION_KEY || undefined,
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    devServerPort: Number(env.PLATFORM_TEMPORAL_PORT ?? 7233),
+    devServerUiPort: Number(env.PLATFORM_TEMPORAL_UI_PORT ?? 8233),
     temporalCliPath: env.TEMPORAL_CLI_PATH || undefined,
     taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
     logLevel: env.LOG_LEVEL || 'info',
@@ -41,4 +49,17 @@ export function requireSetting<K extends keyof PlatformConfig>(config: PlatformC
   const value = config[key];
   if (value === undefined || value === null) throw new Error(`${envName} is not set`);
   return value as NonNullable<PlatformConfig[K]>;
+}
+
+/** `host:port,host:port`; IPv6 hosts in brackets (`[::1]:3000`). */
+export function parseEgressAllow(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(entry);
+      if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) throw new Error(`PLATFORM_EGRESS_ALLOW: "${entry}" is not host:port`);
+      return `${match[1]!.replace(/^\[(.*)\]$/, '$1').toLowerCase()}:${Number(match[2])}`;
+    });
 }

@@ -10,6 +10,7 @@ import { startDevServer, type DevServer } from './temporal/dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
 import { ensureSearchAttributes } from './temporal/search-attributes-setup';
+import { assertEgressAllowList, platformPortsOf, webhookGuard } from './net/guards';
 
 /**
  * `npm start`: the embedded default. Without TEMPORAL_ADDRESS it runs a Temporal dev
@@ -25,17 +26,18 @@ async function main(): Promise<void> {
   const encryptionKey = config.encryptionKey ?? generated.encryptionKey;
   const embedded = !config.temporalAddress;
   const { allowPrivateTargets } = config;
+  const platformPorts = platformPortsOf(config);
+  await assertEgressAllowList(config.egressAllow, platformPorts);
 
   let devServer: DevServer | undefined;
   if (embedded) {
     const cliPath = await findOrBuildTemporalCli();
-    const uiPort = Number(process.env.PLATFORM_TEMPORAL_UI_PORT ?? 8233);
     devServer = await startDevServer({
       cliPath,
       namespace: config.temporalNamespace,
       dbFile: path.join(config.dataDir, 'temporal.db'),
-      port: Number(process.env.PLATFORM_TEMPORAL_PORT ?? 7233),
-      ui: { port: uiPort, codecEndpoint: `${config.baseUrl}/codec` },
+      port: config.devServerPort,
+      ui: { port: config.devServerUiPort, codecEndpoint: `${config.baseUrl}/codec` },
       onLog: (line) => logger.debug({ component: 'temporal' }, line),
     });
   }
@@ -43,7 +45,8 @@ async function main(): Promise<void> {
   const settings = { address, namespace: config.temporalNamespace, encryptionKey };
   const client = await connectClient(settings);
   await ensureSearchAttributes(client.connection, settings.namespace);
-  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, allowPrivateTargets, logger });
+  const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
+  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, webhookGuard: webhooks, logger });
   const workerRun = worker.run();
   const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];
   const api = await startApi(
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
       taskQueue: config.taskQueue,
       baseUrl: config.baseUrl,
       adminToken,
-      allowPrivateTargets,
+      webhookGuard: webhooks,
       codec: new EncryptionCodec(encryptionKey),
       logger,
       codecTrustsLoopback: true,

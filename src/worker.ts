@@ -5,6 +5,7 @@ import { createLogger } from './logger';
 import { connectClient, dataConverter } from './temporal/client';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { ensureSearchAttributes } from './temporal/search-attributes-setup';
+import { assertEgressAllowList, platformPortsOf, webhookGuard } from './net/guards';
 
 export interface WorkerOptions extends ActivityDependencies {
   address: string;
@@ -40,9 +41,11 @@ async function main(): Promise<void> {
     namespace: config.temporalNamespace,
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
   };
+  const platformPorts = platformPortsOf(config);
+  await assertEgressAllowList(config.egressAllow, platformPorts);
   const client = await connectClient(settings);
   await ensureSearchAttributes(client.connection, settings.namespace);
-  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, allowPrivateTargets: config.allowPrivateTargets, logger });
+  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts), logger });
   logger.info({ taskQueue: config.taskQueue }, 'worker running');
   // The SDK's runtime drains the worker on SIGINT/SIGTERM; then the process ends.
   await worker.run();

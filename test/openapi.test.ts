@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { webhookGuard } from '../src/net/guards';
+import { PlatformPorts } from '../src/net/platform-ports';
 import { createApp } from '../src/api/app';
 import { TestPlatform } from './support/platform';
 import { createLogger } from '../src/logger';
@@ -28,7 +30,7 @@ describe('GET /openapi.json and the system routes', function () {
       taskQueue: 'unused',
       baseUrl: 'http://x',
       adminToken: 'x',
-      allowPrivateTargets: false,
+      webhookGuard: webhookGuard(false, new PlatformPorts()),
       codec: new EncryptionCodec(generateEncryptionKey()),
       logger: createLogger('silent'),
       codecTrustsLoopback: false,

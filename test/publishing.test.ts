@@ -77,7 +77,7 @@ describe('publishing integrations and their visibility', function () {
       assert.equal(missing.status, 400);
       assert.deepEqual(missing.body.details.map((d: any) => [d.field, d.line]), [['blocks[0].id', 8]]);
       assert.match(missing.body.details[0].message, /registers no component "chart"; it registers: counter/);
-      const notAnIntegration = await publish(a.token, fixtureManifest(`raw-${suffix}`, a.org, 'private'), { script: 'module.exports = { default: {} }' });
+      const notAnIntegration = await publish(a.token, fixtureManifest(`raw-${suffix}`, a.org, 'private'), { script: 'export default {}' });
       assert.deepEqual(notAnIntegration.body.details, [{ field: 'script', message: 'the default export does not come from createIntegration()' }]);
     });
 

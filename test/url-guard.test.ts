@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { assertPublicDestination, guardedLookup, isPublicAddress } from '../src/webhooks/url-guard';
+import { isPublicAddress } from '../src/net/addresses';
+import { webhookGuard } from '../src/net/guards';
+import { PlatformPorts } from '../src/net/platform-ports';
+import { assertWebhookDestination } from '../src/webhooks/url-guard';
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
 const REFUSED = ['http://127.0.0.1/', 'http://10.0.0.1/', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:8080/', 'http://[::ffff:127.0.0.1]/', 'http://localhost:9/hook', 'http://192.168.1.10/', 'http://172.16.0.1/', 'http://[fe80::1]/', 'http://[fc00::1]/', 'http://0.0.0.0/', 'http://100.64.0.1/', 'http://[::127.0.0.1]/', 'http://2130706433/', 'http://0x7f.1/'];
+
+const strictGuard = webhookGuard(false, new PlatformPorts());
+const lenientGuard = webhookGuard(true, new PlatformPorts());
 
 describe('webhook URL guard', function () {
   describe('addresses', function () {
@@ -17,17 +23,17 @@ describe('webhook URL guard', function () {
       for (const address of ['8.8.8.8', '203.0.114.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) assert.equal(isPublicAddress(address), true, address);
     });
     it('refuses every listed URL at configuration time, and other schemes always', async function () {
-      for (const url of REFUSED) await assert.rejects(assertPublicDestination(url, false), /not a public address/, url);
-      await assert.rejects(assertPublicDestination('ftp://8.8.8.8/', true), /http/);
-      await assert.rejects(assertPublicDestination('http://user:pw@8.8.8.8/', true), /credentials/);
-      assert.equal((await assertPublicDestination('https://8.8.8.8/hook', false)).hostname, '8.8.8.8');
-      assert.equal((await assertPublicDestination('http://127.0.0.1/', true)).hostname, '127.0.0.1');
+      for (const url of REFUSED) await assert.rejects(assertWebhookDestination(url, strictGuard), /not a public address/, url);
+      await assert.rejects(assertWebhookDestination('ftp://8.8.8.8/', lenientGuard), /http/);
+      await assert.rejects(assertWebhookDestination('http://user:pw@8.8.8.8/', lenientGuard), /credentials/);
+      assert.equal((await assertWebhookDestination('https://8.8.8.8/hook', strictGuard)).hostname, '8.8.8.8');
+      assert.equal((await assertWebhookDestination('http://127.0.0.1/', lenientGuard)).hostname, '127.0.0.1');
     });
     it('refuses at connection time a host that resolves to loopback', async function () {
       const receiver = await new ScriptedReceiver().start();
       const port = new URL(receiver.url).port;
       const error = await new Promise<Error>((resolve) => {
-        const request = http.request({ host: 'localhost', port, path: '/hook', method: 'POST', lookup: guardedLookup(false) as never });
+        const request = http.request({ host: 'localhost', port, path: '/hook', method: 'POST', lookup: strictGuard.lookup(Number(port)) as never });
         request.on('error', resolve);
         request.on('response', () => resolve(new Error('connected')));
         request.end();

@@ -1,7 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ATTEMPT_TIMEOUT_MS, parseRetryAfter, type AttemptErrorClass, type AttemptResult } from '../webhooks/schedule';
-import { assertPublicLiteral, BlockedDestinationError, guardedLookup } from '../webhooks/url-guard';
+import { BlockedDestinationError } from '../net/addresses';
+import { portOf, type DestinationGuard } from '../net/destination-guard';
+import { parseWebhookUrl } from '../webhooks/url-guard';
 
 const RESPONSE_BODY_KEPT = 1024;
 /** Past this a response body is not drained for connection reuse; the socket is dropped. */
@@ -14,7 +16,7 @@ export interface HttpAttempt {
 }
 
 export interface HttpAttemptOptions {
-  allowPrivateTargets: boolean;
+  guard: DestinationGuard;
   timeoutMs?: number;
   agents: { http: http.Agent; https: https.Agent };
 }
@@ -33,7 +35,8 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
   const ended = (fields: Partial<AttemptResult>): AttemptResult => ({ ...base, durationMs: Date.now() - started, ...fields });
   let url: URL;
   try {
-    url = assertPublicLiteral(attempt.url, options.allowPrivateTargets);
+    url = parseWebhookUrl(attempt.url);
+    options.guard.assertLiteral(url);
   } catch (err) {
     return ended({ error: 'blocked_destination', errorMessage: (err as Error).message });
   }
@@ -43,7 +46,7 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
       method: 'POST',
       headers: { ...attempt.headers, 'Content-Length': Buffer.byteLength(attempt.body).toString() },
       agent: url.protocol === 'https:' ? options.agents.https : options.agents.http,
-      lookup: guardedLookup(options.allowPrivateTargets),
+      lookup: options.guard.lookup(portOf(url)),
     });
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error('no response within the attempt timeout'), { code: 'ETIMEDOUT' })), options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
     const settle = (result: AttemptResult) => {

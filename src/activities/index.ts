@@ -7,6 +7,7 @@ import type { AttemptResult } from '../webhooks/schedule';
 import { createAgents, postOnce } from './http-attempt';
 import { PLATFORM_VERSION } from '../version';
 import { TtlCache } from '../ttl-cache';
+import type { DestinationGuard } from '../net/destination-guard';
 
 /**
  * How long a worker reuses an installation's URL, selection and secrets. A burst of events
@@ -18,7 +19,8 @@ const TARGET_TTL_MS = 1000;
 
 export interface ActivityDependencies {
   client: Client;
-  allowPrivateTargets: boolean;
+  /** Where webhook attempts may connect (PLATFORM_ALLOW_PRIVATE_TARGETS, never the platform's ports). */
+  webhookGuard: DestinationGuard;
   logger: Logger;
   attemptTimeoutMs?: number;
 }
@@ -67,7 +69,7 @@ export function createActivities(deps: ActivityDependencies) {
             [SIGNATURE_HEADER]: signatureHeader(input.body, secrets, Math.floor(now / 1000)),
           },
         },
-        { allowPrivateTargets: deps.allowPrivateTargets, agents, timeoutMs: deps.attemptTimeoutMs },
+        { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs },
       );
       deps.logger.info({ deliveryId: input.deliveryId, attempt: input.attempt, statusCode: result.statusCode, error: result.error, durationMs: result.durationMs }, 'delivery attempt');
       return result;

@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { EncryptionCodec } from '../temporal/codec';
+import type { DestinationGuard } from '../net/destination-guard';
 
 /** What the API needs from the outside; tests build it with a real client per task queue. */
 export interface ApiDeps {
@@ -8,7 +9,8 @@ export interface ApiDeps {
   taskQueue: string;
   baseUrl: string;
   adminToken: string;
-  allowPrivateTargets: boolean;
+  /** Where webhook URLs may point (PLATFORM_ALLOW_PRIVATE_TARGETS, never the platform's ports). */
+  webhookGuard: DestinationGuard;
   codec: EncryptionCodec;
   logger: Logger;
   /** The embedded default trusts loopback callers of the codec endpoint (its own UI); production asks for the token. */

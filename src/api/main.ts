@@ -4,11 +4,14 @@ import { connectClient } from '../temporal/client';
 import { EncryptionCodec } from '../temporal/codec';
 import { startApi } from './app';
 import { ensureSearchAttributes } from '../temporal/search-attributes-setup';
+import { assertEgressAllowList, platformPortsOf, webhookGuard } from '../net/guards';
 
 /** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
 async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'api');
+  const platformPorts = platformPortsOf(config);
+  await assertEgressAllowList(config.egressAllow, platformPorts);
   const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
   const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey });
   await ensureSearchAttributes(client.connection, config.temporalNamespace);
@@ -18,11 +21,11 @@ async function main(): Promise<void> {
       taskQueue: config.taskQueue,
       baseUrl: config.baseUrl,
       adminToken: requireSetting(config, 'adminToken', 'PLATFORM_ADMIN_TOKEN'),
-      allowPrivateTargets: config.allowPrivateTargets,
+      webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts),
       codec: new EncryptionCodec(encryptionKey),
       logger,
       codecTrustsLoopback: false,
-        codecCorsOrigins: (process.env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').filter(Boolean),
+      codecCorsOrigins: (process.env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').filter(Boolean),
     },
     config.port,
   );

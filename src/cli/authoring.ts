@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline/promises';
 import { parse } from 'yaml';
 import { MANIFEST_FILE, validateManifest } from '../manifest/validate';
 import { MAX_SCRIPT_BYTES, type Manifest, type ManifestIssue } from '../manifest/types';
-import { inspectScript } from '../sandbox/inspect-script';
+import { inspectScript } from '../isolates/inspect-script';
 import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
 import { bundleScript } from './bundle';

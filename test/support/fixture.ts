@@ -21,6 +21,7 @@ export async function mochaGlobalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-test-'));
   writeFileSync(path.join(dir, 'workflow-bundle.js'), code);
   process.env.TEST_TEMPORAL_ADDRESS = server.address;
+  process.env.TEST_TEMPORAL_PID = String(server.pid);
   process.env.TEST_WORKFLOW_BUNDLE = path.join(dir, 'workflow-bundle.js');
   process.env.TEST_ENCRYPTION_KEY = generateEncryptionKey();
   process.env.TEMPORAL_CLI_RESOLVED = cliPath;

@@ -8,7 +8,9 @@ import { connectClient } from '../../src/temporal/client';
 import { EncryptionCodec } from '../../src/temporal/codec';
 import { createWorker } from '../../src/worker';
 import { namespaceFor } from './namespaces';
-import { testSettings } from './settings';
+import { testPlatformPorts, testSettings } from './settings';
+import { webhookGuard } from '../../src/net/guards';
+import type { PlatformPorts } from '../../src/net/platform-ports';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 
 const testLogger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
@@ -40,6 +42,7 @@ export class TestPlatform {
   private workerRun?: Promise<void>;
   readonly namespace: string;
   readonly taskQueue: string;
+  readonly platformPorts: PlatformPorts = testPlatformPorts();
 
   constructor(
     testFile: string,
@@ -55,7 +58,7 @@ export class TestPlatform {
     const { address, bundle, encryptionKey } = testSettings();
     const logger = testLogger;
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
-    const allowPrivateTargets = this.options.allowPrivateTargets ?? true;
+    const guard = webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
     if (this.options.worker !== false) {
       this.worker = await createWorker({
         address,
@@ -64,7 +67,7 @@ export class TestPlatform {
         encryptionKey,
         workflowBundle: { code: readFileSync(bundle, 'utf8') },
         client: this.client,
-        allowPrivateTargets,
+        webhookGuard: guard,
         logger,
         attemptTimeoutMs: this.options.attemptTimeoutMs,
       });
@@ -76,7 +79,7 @@ export class TestPlatform {
         taskQueue: this.taskQueue,
         baseUrl: 'http://127.0.0.1',
         adminToken: this.adminToken,
-        allowPrivateTargets,
+        webhookGuard: guard,
         codec: new EncryptionCodec(encryptionKey),
         logger,
         codecTrustsLoopback: true,
@@ -85,6 +88,7 @@ export class TestPlatform {
       0,
       '127.0.0.1',
     );
+    this.platformPorts.add(Number(new URL(this.api.url).port));
     return this;
   }
 

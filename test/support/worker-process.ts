@@ -3,7 +3,8 @@ import { createLogger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 import { createWorker } from '../../src/worker';
-import { testSettings } from './settings';
+import { testPlatformPorts, testSettings } from './settings';
+import { webhookGuard } from '../../src/net/guards';
 
 /** A worker in a process of its own, so a test can SIGKILL it: `node worker-process.js <namespace> <taskQueue>`. */
 async function main(): Promise<void> {
@@ -12,7 +13,7 @@ async function main(): Promise<void> {
   const logger = createLogger('warn');
   installTemporalRuntime(logger);
   const client = await connectClient({ address, namespace, encryptionKey });
-  const worker = await createWorker({ address, namespace, taskQueue, encryptionKey, workflowBundle: { code: readFileSync(bundle, 'utf8') }, client, allowPrivateTargets: true, logger });
+  const worker = await createWorker({ address, namespace, taskQueue, encryptionKey, workflowBundle: { code: readFileSync(bundle, 'utf8') }, client, webhookGuard: webhookGuard(true, testPlatformPorts()), logger });
   const running = worker.run();
   process.stdout.write('ready\n');
   await running;

@@ -18,7 +18,7 @@ import {
 } from '../../workflows/installation';
 import { installationsQuery, organizationWorkflowId, type InstallationSummary } from '../../workflows/organization';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../workflows/directory';
-import { assertPublicDestination } from '../../webhooks/url-guard';
+import { assertWebhookDestination } from '../../webhooks/url-guard';
 import { isMember, requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
@@ -59,7 +59,7 @@ export function installationApi(deps: ApiDeps) {
     if (issues.length) throw badRequest(`invalid configuration: ${issues.map((i) => `${i.field} ${i.message}`).join('; ')}`, issues);
     if (typeof configuration.webhook_url !== 'string') return;
     try {
-      await assertPublicDestination(configuration.webhook_url, deps.allowPrivateTargets);
+      await assertWebhookDestination(configuration.webhook_url, deps.webhookGuard);
     } catch (err) {
       throw badRequest(`configuration.webhook_url ${(err as Error).message}`, [{ field: 'configuration.webhook_url', message: (err as Error).message }]);
     }

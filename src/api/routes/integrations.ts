@@ -1,4 +1,4 @@
-import { inspectScript } from '../../sandbox/inspect-script';
+import { inspectScript } from '../../isolates/inspect-script';
 import { validateManifest } from '../../manifest/validate';
 import { MAX_SCRIPT_BYTES } from '../../manifest/types';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
@@ -26,7 +26,7 @@ const publishSchema = {
   additionalProperties: false,
   properties: {
     manifest: { type: 'string', minLength: 1, maxLength: 65536, description: 'platform-manifest.yaml as text, secrets still as ${{ env.NAME }}' },
-    script: { type: 'string', description: 'The CommonJS bundle of the script, at most 1 MiB' },
+    script: { type: 'string', description: 'The script bundled as one ES module, at most 1 MiB' },
     assets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Path next to the manifest -> base64' },
     secrets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Secret name -> value, substituted by the CLI' },
   },
@@ -56,9 +56,10 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       if ([...assets.values()].reduce((sum, bytes) => sum + bytes.length, 0) > MAX_ASSETS_BYTES) throw badRequest('assets exceed 512 KiB in all', [{ field: 'assets', message: 'exceed 512 KiB' }]);
       // SPEC.md makes the script optional; without one, no component exists.
       const inspection = body.script ? await inspectScript(body.script) : ({ ok: true, componentIds: [] } as const);
-      if (!inspection.ok) throw badRequest(`script: ${inspection.error}`, [{ field: 'script', message: inspection.error }]);
-      const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets.get(file), componentIds: inspection.componentIds });
-      if (!manifest) throw badRequest(`the manifest has ${errors.length} error(s): ${errors.map((e) => `${e.line}:${e.column} ${e.path} ${e.message}`).join('; ')}`, errors.map(({ path, ...rest }) => ({ field: path, ...rest })));
+      const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets.get(file), componentIds: inspection.ok ? inspection.componentIds : undefined });
+      // Every problem at once: the manifest's, each with its line, and the script's.
+      const details = [...errors.map(({ path, ...rest }) => ({ field: path, ...rest })), ...(inspection.ok ? [] : [{ field: 'script', message: inspection.error }])];
+      if (!manifest || details.length) throw badRequest(`the integration has ${details.length} error(s): ${details.map((d) => ('line' in d ? `${d.line}:${d.column} ${d.field} ${d.message}` : `${d.field}: ${d.message}`)).join('; ')}`, details);
 
       const org = await deps.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, manifest.organization);
       if (!org) throw notFound('organization');

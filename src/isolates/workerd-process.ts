@@ -1,0 +1,148 @@
+import type { Readable } from 'node:stream';
+import { Miniflare } from 'miniflare';
+import { childrenOf, isAlive, listeningPorts, residentBytes } from '../net/procfs';
+
+/** The workerd release's own date, pinned so that an upgrade changes no behaviour unasked. */
+export const COMPATIBILITY_DATE = '2026-04-01';
+/** How often the memory of every live workerd process is read. */
+const MEMORY_POLL_MS = 20;
+/** Output kept from a workerd process, to explain a failed start. */
+const STDERR_KEPT = 4096;
+
+export interface WorkerdModule {
+  /** A bare name such as `integration.js`: what error messages show of it. */
+  name: string;
+  type: 'ESModule' | 'CommonJS';
+  contents: string;
+}
+
+export interface WorkerdProcessOptions {
+  /** The first module is the main one. */
+  modules: WorkerdModule[];
+  memoryLimitBytes: number;
+}
+
+/** Why a process ended before it was disposed of. */
+export type EndReason = 'deadline' | 'memory' | 'crashed';
+
+/** The process could not start; `message` is workerd's own word on why, when it gave one. */
+export class WorkerdStartError extends Error {}
+
+/**
+ * One workerd process started through miniflare: integration code runs in it and nowhere
+ * else. workerd enforces no CPU or memory limit of its own, so both are enforced from
+ * here: a deadline per call and a resident-memory bound, each by SIGKILL of the whole
+ * process, after which nothing of it survives.
+ */
+export class WorkerdProcess {
+  private static readonly live = new Set<WorkerdProcess>();
+  private static poller?: NodeJS.Timeout;
+  endReason?: EndReason;
+  private disposed = false;
+
+  private constructor(
+    private readonly miniflare: Miniflare,
+    readonly pid: number,
+    readonly url: URL,
+    private readonly memoryLimitBytes: number,
+  ) {}
+
+  static async start(options: WorkerdProcessOptions): Promise<WorkerdProcess> {
+    let stderr = '';
+    const miniflare = new Miniflare({
+      modulesRoot: '/',
+      modules: options.modules.map(({ name, type, contents }) => ({ type, path: `/${name}`, contents })),
+      compatibilityDate: COMPATIBILITY_DATE,
+      // No outbound network at all unless a caller routes it through the egress guard.
+      outboundService: { network: { allow: [], deny: [] } },
+      host: '127.0.0.1',
+      port: 0,
+      handleRuntimeStdio: (stdout: Readable, err: Readable) => {
+        stdout.resume();
+        err.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_KEPT)));
+      },
+    });
+    let url: URL;
+    try {
+      url = await miniflare.ready;
+    } catch {
+      await miniflare.dispose().catch(() => undefined);
+      throw new WorkerdStartError(uncaught(stderr) ?? 'the isolate runtime failed to start');
+    }
+    const pid = findWorkerdPid(Number(url.port));
+    if (pid === undefined) {
+      await miniflare.dispose().catch(() => undefined);
+      throw new WorkerdStartError('the isolate runtime started, but its process was not found');
+    }
+    const started = new WorkerdProcess(miniflare, pid, url, options.memoryLimitBytes);
+    WorkerdProcess.watch(started);
+    return started;
+  }
+
+  /**
+   * A call into the isolate that may take at most `deadlineMs`: past it the process is
+   * killed, the call fails, and the process is gone for every other caller too.
+   */
+  async fetch(path: string, init: RequestInit, deadlineMs: number): Promise<Response> {
+    const deadline = setTimeout(() => this.kill('deadline'), deadlineMs);
+    try {
+      return await fetch(new URL(path, this.url), init);
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
+  kill(reason: EndReason): void {
+    if (this.endReason || this.disposed) return;
+    this.endReason = reason;
+    try {
+      process.kill(this.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+
+  get alive(): boolean {
+    return !this.disposed && !this.endReason && isAlive(this.pid);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    WorkerdProcess.live.delete(this);
+    // miniflare SIGKILLs its workerd process and waits for it to exit.
+    await this.miniflare.dispose().catch(() => undefined);
+  }
+
+  /** One timer reads the memory of every live process; over its bound, a process is killed. */
+  private static watch(started: WorkerdProcess): void {
+    WorkerdProcess.live.add(started);
+    WorkerdProcess.poller ??= setInterval(() => {
+      for (const process of WorkerdProcess.live) {
+        const rss = residentBytes(process.pid);
+        if (rss === undefined) {
+          if (!process.endReason) process.endReason = 'crashed';
+          WorkerdProcess.live.delete(process);
+        } else if (rss > process.memoryLimitBytes) {
+          process.kill('memory');
+          WorkerdProcess.live.delete(process);
+        }
+      }
+      if (WorkerdProcess.live.size === 0) {
+        clearInterval(WorkerdProcess.poller);
+        WorkerdProcess.poller = undefined;
+      }
+    }, MEMORY_POLL_MS).unref();
+  }
+}
+
+/** The workerd child of this process that listens on `port`. */
+function findWorkerdPid(port: number): number | undefined {
+  return childrenOf(process.pid).find((pid) => listeningPorts([pid]).has(port));
+}
+
+/** workerd's "Uncaught SyntaxError: …" line, without the file paths of this host. */
+function uncaught(stderr: string): string | undefined {
+  const match = /Uncaught (.+)/.exec(stderr);
+  return match?.[1]?.trim().slice(0, 300);
+}

@@ -1,0 +1,101 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/** Linux /proc readers: which process listens where. Elsewhere they find nothing. */
+
+function readOr(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function readdirOr(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Socket inode -> port, for every listening TCP socket of this network namespace. */
+export function listeningSockets(): Map<string, number> {
+  const byInode = new Map<string, number>();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readOr(file).split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // Field 3 is the state (0A: LISTEN), field 9 the inode.
+      if (fields[3] === '0A' && fields[1] && fields[9]) byInode.set(fields[9], parseInt(fields[1].split(':')[1]!, 16));
+    }
+  }
+  return byInode;
+}
+
+/** Parent pid -> its children, for every process. */
+function childrenByParent(): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirOr('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")".
+    const stat = readOr(`/proc/${entry}/stat`);
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent)!.push(Number(entry));
+  }
+  return children;
+}
+
+/** The given processes and all their descendants. */
+export function processTrees(roots: Iterable<number>): Set<number> {
+  const children = childrenByParent();
+  const found = new Set<number>();
+  const queue = [...roots];
+  while (queue.length) {
+    const pid = queue.pop()!;
+    if (found.has(pid)) continue;
+    found.add(pid);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return found;
+}
+
+export function childrenOf(pid: number): number[] {
+  return childrenByParent().get(pid) ?? [];
+}
+
+export function socketInodes(pid: number): string[] {
+  return readdirOr(`/proc/${pid}/fd`)
+    .map((fd) => {
+      try {
+        return /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+      } catch {
+        return undefined;
+      }
+    })
+    .filter((inode): inode is string => inode !== undefined);
+}
+
+/** Ports the given processes listen on. */
+export function listeningPorts(pids: Iterable<number>): Set<number> {
+  const sockets = listeningSockets();
+  const ports = new Set<number>();
+  for (const pid of pids) {
+    for (const inode of socketInodes(pid)) {
+      const port = sockets.get(inode);
+      if (port !== undefined) ports.add(port);
+    }
+  }
+  return ports;
+}
+
+/** Resident set size in bytes, or undefined once the process is gone. */
+export function residentBytes(pid: number): number | undefined {
+  const statm = readOr(`/proc/${pid}/statm`);
+  return statm ? Number(statm.split(' ')[1]) * 4096 : undefined;
+}
+
+export function isAlive(pid: number): boolean {
+  const stat = readOr(`/proc/${pid}/stat`);
+  // A zombie (Z) has exited and only waits for its parent to reap it.
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+}

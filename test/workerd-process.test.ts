@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
+import { isAlive } from '../src/net/procfs';
+
+const MiB = 1024 * 1024;
+
+/** A worker whose request handler (where workerd allows I/O) runs `body` and answers its result. */
+function handlerModule(body: string): string {
+  return `export default { async fetch(request) { ${body} } };`;
+}
+
+describe('a workerd process (real workerd through miniflare)', function () {
+  this.timeout(30_000);
+
+  it('has no outbound network at all, even inside a request: fetch and sockets to loopback are refused', async function () {
+    const connections: string[] = [];
+    const listener = net.createServer((socket) => {
+      connections.push('connected');
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const { port } = listener.address() as net.AddressInfo;
+    const isolate = await WorkerdProcess.start({
+      modules: [
+        {
+          name: 'main.js',
+          type: 'ESModule',
+          contents: handlerModule(`
+            const outcome = {};
+            try { outcome.fetch = (await fetch('http://127.0.0.1:${port}/')).status; } catch (error) { outcome.fetch = 'refused'; }
+            try { outcome.publicFetch = (await fetch('http://93.184.215.14/')).status; } catch (error) { outcome.publicFetch = 'refused'; }
+            try {
+              const { connect } = await import('cloudflare:sockets');
+              await connect({ hostname: '127.0.0.1', port: ${port} }).opened;
+              outcome.socket = 'opened';
+            } catch (error) { outcome.socket = 'refused'; }
+            return Response.json(outcome);`),
+        },
+      ],
+      memoryLimitBytes: 128 * MiB,
+    });
+    try {
+      const answer = await isolate.fetch('/', {}, 5000);
+      assert.deepEqual(await answer.json(), { fetch: 'refused', publicFetch: 'refused', socket: 'refused' });
+      assert.deepEqual(connections, []);
+    } finally {
+      await isolate.dispose();
+      listener.close();
+    }
+  });
+
+  it('is killed at its deadline, and its process is gone', async function () {
+    const isolate = await WorkerdProcess.start({ modules: [{ name: 'main.js', type: 'ESModule', contents: handlerModule('for (;;) {}') }], memoryLimitBytes: 128 * MiB });
+    const started = Date.now();
+    await assert.rejects(isolate.fetch('/', {}, 500));
+    const elapsed = Date.now() - started;
+    assert.equal(isolate.endReason, 'deadline');
+    assert.ok(elapsed >= 500 && elapsed < 5000, `the call failed after ${elapsed} ms`);
+    await isolate.dispose();
+    assert.equal(isAlive(isolate.pid), false);
+  });
+
+  it('is killed past its memory bound', async function () {
+    const isolate = await WorkerdProcess.start({
+      modules: [{ name: 'main.js', type: 'ESModule', contents: handlerModule('const hoard = []; for (;;) hoard.push(new Array(1e5).fill(Math.random()));') }],
+      memoryLimitBytes: 128 * MiB,
+    });
+    await assert.rejects(isolate.fetch('/', {}, 10_000));
+    assert.equal(isolate.endReason, 'memory');
+    await isolate.dispose();
+    assert.equal(isAlive(isolate.pid), false);
+  });
+
+  it('says why it did not start, without this host’s paths', async function () {
+    await assert.rejects(
+      WorkerdProcess.start({ modules: [{ name: 'main.js', type: 'ESModule', contents: 'export default {' }], memoryLimitBytes: 128 * MiB }),
+      (err: Error) => err instanceof WorkerdStartError && /^SyntaxError: Unexpected end of input/.test(err.message) && !err.message.includes(process.cwd()),
+    );
+  });
+});
