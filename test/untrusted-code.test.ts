@@ -9,7 +9,10 @@ import { bundleScript } from '../src/cli/bundle';
 import { parseEgressAllow } from '../src/config';
 import { freePort } from '../src/temporal/dev-server';
 import { childrenOf, isAlive } from '../src/net/procfs';
+import { createAgents, postOnce } from '../src/activities/http-attempt';
+import { webhookGuard } from '../src/net/guards';
 import { runCli } from './support/cli';
+import { ScriptedReceiver } from './support/receiver';
 import { TestPlatform } from './support/platform';
 
 /** Live workerd processes started by this test process (the API runs in it). */
@@ -263,6 +266,20 @@ export default new Proxy({}, { getOwnPropertyDescriptor: (t, key) => ({ value: k
       const answer = await platform.http('POST', '/v1/integrations/webhook/installations', { token: attacker.token, body: { target: { org: attacker.org, space: 's' }, configuration: { webhook_url: `http://${own.address}:${apiPort}/codec/decode`, space_content_updated: true } } });
       assert.equal(answer.status, 400);
       assert.match(answer.body.message, /is a port of the platform itself/);
+    });
+
+    it('are refused at connection time too: an attempt to a platform port sends nothing', async function () {
+      const receiver = await new ScriptedReceiver().start();
+      const port = Number(new URL(receiver.url).port);
+      platform.platformPorts.add(port);
+      const guard = webhookGuard(true, platform.platformPorts);
+      const outcomes = await Promise.all(
+        [receiver.url, receiver.url.replace('127.0.0.1', 'localhost')].map((url) => postOnce({ url, headers: {}, body: '{}' }, { guard, agents: createAgents() })),
+      );
+      await receiver.stop();
+      assert.deepEqual(outcomes.map((outcome) => outcome.error), ['blocked_destination', 'blocked_destination']);
+      assert.match(outcomes[1]!.errorMessage!, /localhost:\d+ is a port of the platform itself/);
+      assert.equal(receiver.requests.length, 0);
     });
 
     it('a receiver on any other loopback port stays allowed', async function () {

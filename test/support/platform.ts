@@ -42,7 +42,7 @@ export class TestPlatform {
   private workerRun?: Promise<void>;
   readonly namespace: string;
   readonly taskQueue: string;
-  readonly platformPorts: PlatformPorts = testPlatformPorts();
+  platformPorts!: PlatformPorts;
 
   constructor(
     testFile: string,
@@ -58,6 +58,7 @@ export class TestPlatform {
     const { address, bundle, encryptionKey } = testSettings();
     const logger = testLogger;
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
+    this.platformPorts = testPlatformPorts();
     const guard = webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
     if (this.options.worker !== false) {
       this.worker = await createWorker({
