@@ -21,15 +21,23 @@ export interface PlatformConfig {
   temporalCliPath?: string;
   taskQueue: string;
   logLevel: string;
+  /** The delivery log: `postgres://…`, or `sqlite:<file>` (default: in the data directory). */
+  databaseUrl: string;
+  retentionDays: number;
+  /** Delivery records link to their shard run here; the embedded default uses its own UI. */
+  temporalUiUrl?: string;
+  /** Long-lived delivery workflows events are spread over. */
+  deliveryShards: number;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformConfig {
   const port = Number(env.PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a TCP port, got "${env.PORT}"`);
+  const dataDir = path.resolve(env.PLATFORM_DATA_DIR ?? './data');
   return {
     port,
     baseUrl: (env.PLATFORM_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
-    dataDir: path.resolve(env.PLATFORM_DATA_DIR ?? './data'),
+    dataDir,
     adminToken: env.PLATFORM_ADMIN_TOKEN || undefined,
     allowPrivateTargets: env.PLATFORM_ALLOW_PRIVATE_TARGETS === 'true',
     egressAllow: parseEgressAllow(env.PLATFORM_EGRESS_ALLOW ?? ''),
@@ -41,6 +49,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     temporalCliPath: env.TEMPORAL_CLI_PATH || undefined,
     taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
     logLevel: env.LOG_LEVEL || 'info',
+    databaseUrl: env.PLATFORM_DATABASE_URL || `sqlite:${path.join(dataDir, 'delivery-log.db')}`,
+    retentionDays: positiveInteger(env, 'PLATFORM_DELIVERY_RETENTION_DAYS', 30),
+    temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
+    deliveryShards: positiveInteger(env, 'PLATFORM_DELIVERY_SHARDS', 8),
   };
 }
 
@@ -62,4 +74,11 @@ export function parseEgressAllow(raw: string): string[] {
       if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) throw new Error(`PLATFORM_EGRESS_ALLOW: "${entry}" is not host:port`);
       return `${match[1]!.replace(/^\[(.*)\]$/, '$1').toLowerCase()}:${Number(match[2])}`;
     });
+}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive whole number, got "${raw}"`);
+  return Number(raw);
 }

@@ -9,7 +9,7 @@ import { EncryptionCodec } from './temporal/codec';
 import { startDevServer, type DevServer } from './temporal/dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
-import { ensureSearchAttributes } from './temporal/search-attributes-setup';
+import { openDeliveryLog } from './delivery-log';
 import { assertEgressAllowList, platformPortsOf, webhookGuard } from './net/guards';
 
 /**
@@ -44,9 +44,9 @@ async function main(): Promise<void> {
   const address = config.temporalAddress ?? devServer!.address;
   const settings = { address, namespace: config.temporalNamespace, encryptionKey };
   const client = await connectClient(settings);
-  await ensureSearchAttributes(client.connection, settings.namespace);
+  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl });
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
-  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, webhookGuard: webhooks, logger });
+  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, log: stores.log, installations: stores.installations, webhookGuard: webhooks, retentionDays: config.retentionDays, logger });
   const workerRun = worker.run();
   const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];
   const api = await startApi(
@@ -57,6 +57,8 @@ async function main(): Promise<void> {
       adminToken,
       webhookGuard: webhooks,
       codec: new EncryptionCodec(encryptionKey),
+      stores,
+      deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: true,
       codecCorsOrigins: uiOrigins,
@@ -87,6 +89,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await workerRun;
     await client.connection.close();
+    await stores.close();
     await devServer?.stop();
     process.exit(0);
   };

@@ -1,11 +1,11 @@
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { configFromEnv, requireSetting } from './config';
+import { openDeliveryLog } from './delivery-log';
 import { createLogger } from './logger';
-import { connectClient, dataConverter } from './temporal/client';
-import { installTemporalRuntime } from './temporal/runtime-logger';
-import { ensureSearchAttributes } from './temporal/search-attributes-setup';
 import { assertEgressAllowList, platformPortsOf, webhookGuard } from './net/guards';
+import { dataConverter } from './temporal/client';
+import { installTemporalRuntime } from './temporal/runtime-logger';
 
 export interface WorkerOptions extends ActivityDependencies {
   address: string;
@@ -26,7 +26,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     dataConverter: dataConverter(options.encryptionKey),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
     activities: createActivities(options),
-    // Delivery attempts are I/O-bound: many may wait on receivers at once.
+    // Attempt batches wait on receivers: many may be in flight at once.
     maxConcurrentActivityTaskExecutions: 200,
   });
 }
@@ -36,20 +36,27 @@ async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'worker');
   installTemporalRuntime(logger);
+  const platformPorts = platformPortsOf(config);
+  await assertEgressAllowList(config.egressAllow, platformPorts);
   const settings = {
     address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'),
     namespace: config.temporalNamespace,
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
   };
-  const platformPorts = platformPortsOf(config);
-  await assertEgressAllowList(config.egressAllow, platformPorts);
-  const client = await connectClient(settings);
-  await ensureSearchAttributes(client.connection, settings.namespace);
-  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts), logger });
+  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl });
+  const worker = await createWorker({
+    ...settings,
+    taskQueue: config.taskQueue,
+    log: stores.log,
+    installations: stores.installations,
+    webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts),
+    retentionDays: config.retentionDays,
+    logger,
+  });
   logger.info({ taskQueue: config.taskQueue }, 'worker running');
   // The SDK's runtime drains the worker on SIGINT/SIGTERM; then the process ends.
   await worker.run();
-  await client.connection.close();
+  await stores.close();
   process.exit(0);
 }
 

@@ -53,15 +53,19 @@ describe('a delivery to a receiver that answers 200', function () {
     assert.throws(() => stripe.webhooks.constructEvent(request.body, header, `${hook.secret}x`));
   });
 
-  it('records the attempt in the workflow history, encrypted', async function () {
-    const history = await platform.client.workflow.getHandle(delivery.id).fetchHistory();
-    const markers = history.events!.filter((event) => event.markerRecordedEventAttributes);
-    assert.equal(markers.length, 1, 'one attempt, one recorded result');
-    const details = markers[0]!.markerRecordedEventAttributes!.details!;
-    const payload = details.result!.payloads![0]!;
-    assert.equal(Buffer.from(payload.metadata!.encoding!).toString(), 'binary/encrypted');
-    const [decoded] = await new EncryptionCodec(process.env.TEST_ENCRYPTION_KEY!).decode([payload]);
-    assert.equal(JSON.parse(Buffer.from(decoded!.data!).toString()).statusCode, 200);
+  it('links to the shard run whose history holds the attempt batch, encrypted', async function () {
+    assert.match(delivery.workflow.workflowId, /^delivery-shard\/\d+$/);
+    const history = await platform.client.workflow.getHandle(delivery.workflow.workflowId, delivery.workflow.runId).fetchHistory();
+    const payloads = history.events!.flatMap((event) => event.activityTaskCompletedEventAttributes?.result?.payloads ?? []);
+    assert.ok(payloads.length >= 1);
+    const codec = new EncryptionCodec(process.env.TEST_ENCRYPTION_KEY!);
+    const results = [];
+    for (const payload of payloads) {
+      assert.equal(Buffer.from(payload.metadata!.encoding!).toString(), 'binary/encrypted');
+      const [decoded] = await codec.decode([payload]);
+      results.push(...(JSON.parse(Buffer.from(decoded!.data!).toString()) as any[]));
+    }
+    assert.deepEqual(results.filter((result) => result.id === delivery.id), [{ id: delivery.id, status: 'delivered', statusCode: 200 }]);
   });
 
   it('answers a repeated eventId with the first ids and starts nothing new', async function () {

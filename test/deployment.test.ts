@@ -48,6 +48,7 @@ describe('deployment files', function () {
     const shared = ['src/config.ts', 'src/logger.ts'];
     const apiFiles = [...shared, ...sources('src/api')];
     const workerFiles = [...shared, 'src/worker.ts', ...sources('src/activities')];
+    for (const service of ['api', 'worker']) assert.match(envOf(service).PLATFORM_DATABASE_URL!, new RegExp(`^postgres://.*@postgresql:5432/${envOf('postgresql').POSTGRES_DB}$`), service);
     for (const [service, files, entry] of [['api', apiFiles, 'src/api/main.ts'], ['worker', workerFiles, 'src/worker.ts']] as const) {
       const { all, required } = envRead([...files, entry]);
       assert.ok(required.size >= 2, `${entry} requires ${[...required]}`);

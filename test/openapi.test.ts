@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { webhookGuard } from '../src/net/guards';
 import { PlatformPorts } from '../src/net/platform-ports';
 import { createApp } from '../src/api/app';
+import { buildApiDeps } from '../src/api/deps';
 import { TestPlatform } from './support/platform';
 import { createLogger } from '../src/logger';
 import { EncryptionCodec, generateEncryptionKey } from '../src/temporal/codec';
@@ -25,21 +26,25 @@ describe('GET /openapi.json and the system routes', function () {
 
   it('describes every registered route, and only those', async function () {
     const doc = (await platform.http('GET', '/openapi.json')).body;
-    const { routes } = createApp({
-      client: platform.client,
-      taskQueue: 'unused',
-      baseUrl: 'http://x',
-      adminToken: 'x',
-      webhookGuard: webhookGuard(false, new PlatformPorts()),
-      codec: new EncryptionCodec(generateEncryptionKey()),
-      logger: createLogger('silent'),
-      codecTrustsLoopback: false,
-      codecCorsOrigins: [],
-    });
+    const { routes } = createApp(
+      buildApiDeps({
+        client: platform.client,
+        taskQueue: 'unused',
+        baseUrl: 'http://x',
+        adminToken: 'x',
+        webhookGuard: webhookGuard(false, new PlatformPorts()),
+        codec: new EncryptionCodec(generateEncryptionKey()),
+        stores: platform.stores,
+        deliveryShards: 1,
+        logger: createLogger('silent'),
+        codecTrustsLoopback: false,
+        codecCorsOrigins: [],
+      }),
+    );
     const registered = routes.router.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${String(layer.path).replace(/:([A-Za-z]+)/g, '{$1}')}`)).sort();
     const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method} ${path}`)).sort();
     assert.deepEqual(documented, registered);
-    for (const route of ['post /v1/events', 'get /v1/deliveries', 'get /v1/deliveries/{id}', 'post /v1/deliveries/{id}/replay', 'post /v1/deliveries/replay', 'post /v1/installations/{id}/signing-secret/rotate', 'post /codec/decode']) {
+    for (const route of ['post /v1/events', 'post /v1/events/batch', 'get /v1/deliveries', 'get /v1/deliveries/{id}', 'post /v1/deliveries/{id}/replay', 'post /v1/deliveries/replay', 'post /v1/installations/{id}/signing-secret/rotate', 'post /codec/decode']) {
       assert.ok(documented.includes(route), route);
     }
   });

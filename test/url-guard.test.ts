@@ -48,12 +48,14 @@ describe('webhook URL guard', function () {
     const strict = new TestPlatform(__filename, { allowPrivateTargets: false });
     // Same namespace and task queue, but its API accepts private targets: what it stores
     // stands for a host whose DNS answer turned private after configuration.
-    const lenientApi = new TestPlatform(__filename, { allowPrivateTargets: true, worker: false, adminToken: strict.adminToken });
+    let lenientApi: TestPlatform;
     const receiver = new ScriptedReceiver();
     let tenant: { org: string; token: string };
 
     before(async function () {
       await strict.start();
+      // One deployment: the same administrator and the same delivery log.
+      lenientApi = new TestPlatform(__filename, { allowPrivateTargets: true, worker: false, adminToken: strict.adminToken, databaseUrl: strict.databaseUrl });
       await Promise.all([lenientApi.start(), receiver.start()]);
       tenant = await strict.tenant();
     });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import type { Client } from '@temporalio/client';
 import { Authenticator } from './auth';
-import type { ApiDeps } from './deps';
+import { buildApiDeps, type ApiDeps, type ApiSettings } from './deps';
 import { errorMiddleware } from './errors';
 import { RouteTable } from './route-table';
 import { codecCors, codecRoutes } from './routes/codec';
@@ -14,6 +14,7 @@ import { systemRoutes } from './routes/system';
 import { tenancyRoutes } from './routes/tenancy';
 import { DIRECTORY_WORKFLOW_ID, directoryWorkflow } from '../workflows/directory';
 import { REGISTRY_WORKFLOW_ID, registryWorkflow } from '../workflows/integration';
+import { RETENTION_WORKFLOW_ID, retentionWorkflow } from '../workflows/retention';
 import { integrationRoutes } from './routes/integrations';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
@@ -35,12 +36,13 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
 }
 
 /**
- * The directory and the integration registry must exist before the first request;
- * starting them is idempotent across API processes.
+ * The directory, the integration registry and the log's retention must exist before the
+ * first request; starting them is idempotent across API processes.
  */
 export async function ensureSingletons(client: Client, taskQueue: string): Promise<void> {
   await client.workflow.start(directoryWorkflow, { workflowId: DIRECTORY_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
   await client.workflow.start(registryWorkflow, { workflowId: REGISTRY_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
+  await client.workflow.start(retentionWorkflow, { workflowId: RETENTION_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
 }
 
 export interface RunningApi {
@@ -49,9 +51,9 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-export async function startApi(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<RunningApi> {
-  await ensureSingletons(deps.client, deps.taskQueue);
-  const { app } = createApp(deps);
+export async function startApi(settings: ApiSettings, port: number, host = '0.0.0.0'): Promise<RunningApi> {
+  await ensureSingletons(settings.client, settings.taskQueue);
+  const { app } = createApp(buildApiDeps(settings));
   const server = app.listen(port, host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port: bound } = server.address() as AddressInfo;

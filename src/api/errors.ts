@@ -14,10 +14,14 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly details: FieldIssue[] = [],
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
+
+/** Come back in a second: what a client hears when the engine or the log does not answer in time. */
+export const unavailable = (message: string, cause?: unknown) => new ApiError(503, 'unavailable', message, [], { cause });
 
 export const badRequest = (message: string, details: FieldIssue[] = []) => new ApiError(400, 'invalid_request', message, details);
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
@@ -37,11 +41,29 @@ export function fromTemporal(err: unknown): unknown {
     if (failure.type === FailureType.invalid) return badRequest(failure.message, details);
     if (failure.type === FailureType.conflict) return conflict(failure.message);
     if (failure.type === FailureType.notFound) return notFound(failure.message);
+    if (failure.type === FailureType.busy) return unavailable(failure.message, err);
   }
   if (err instanceof QueryNotRegisteredError) return notFound('resource');
   // INVALID_ARGUMENT: what the client sent (a forged page token, say) was refused by Temporal.
   if (isGrpcServiceError(err) && err.code === 3) return badRequest(`refused: ${err.details}`);
   return err;
+}
+
+/**
+ * What ingest says when handing events to the engine failed: a refusal stays what it is;
+ * anything else (no answer within the deadline, a closed connection, the log's database
+ * away) means "not known to be accepted", so the client retries with the same eventId.
+ */
+export function fromEngine(err: unknown): unknown {
+  const mapped = fromTemporal(err);
+  if (mapped instanceof ApiError) return mapped;
+  return unavailable('the event is not known to be accepted: retry it with the same eventId', err);
+}
+
+/** DESIGN.md §4's error body of an exposable error. */
+export function errorBody(err: Error): { error: string; message: string; details: FieldIssue[] } {
+  if (err instanceof ApiError) return { error: err.code, message: err.message, details: err.details };
+  return { error: 'internal', message: 'Internal server error', details: [] };
 }
 
 /** The body parser's errors, said in terms of what the client sent. */
@@ -59,7 +81,11 @@ export function errorMiddleware(logger: Logger) {
       if (ctx.status === 404 && ctx.body === undefined) throw notFound(`route ${ctx.method} ${ctx.path}`);
     } catch (raw) {
       const err = fromTemporal(raw) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
-      const status = typeof err.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 500;
+      const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || (err instanceof ApiError && err.status === 503)) ? err.status : 500;
+      if (status === 503) {
+        logger.warn({ err: err.cause ?? err, method: ctx.method, path: ctx.path }, 'dependency unavailable');
+        ctx.set('Retry-After', '1');
+      }
       if (status === 500) {
         logger.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
         ctx.status = 500;
@@ -67,11 +93,7 @@ export function errorMiddleware(logger: Logger) {
         return;
       }
       ctx.status = status;
-      ctx.body = {
-        error: err instanceof ApiError ? err.code : (statusCodes[status] ?? 'invalid_request'),
-        message: err instanceof ApiError ? err.message : bodyParserMessage(err),
-        details: err instanceof ApiError ? err.details : [],
-      };
+      ctx.body = err instanceof ApiError ? errorBody(err) : { error: statusCodes[status] ?? 'invalid_request', message: bodyParserMessage(err), details: [] };
     }
   };
 }

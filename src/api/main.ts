@@ -3,7 +3,7 @@ import { createLogger } from '../logger';
 import { connectClient } from '../temporal/client';
 import { EncryptionCodec } from '../temporal/codec';
 import { startApi } from './app';
-import { ensureSearchAttributes } from '../temporal/search-attributes-setup';
+import { openDeliveryLog } from '../delivery-log';
 import { assertEgressAllowList, platformPortsOf, webhookGuard } from '../net/guards';
 
 /** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
@@ -14,7 +14,7 @@ async function main(): Promise<void> {
   await assertEgressAllowList(config.egressAllow, platformPorts);
   const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
   const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey });
-  await ensureSearchAttributes(client.connection, config.temporalNamespace);
+  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: config.temporalNamespace, temporalUiUrl: config.temporalUiUrl });
   const api = await startApi(
     {
       client,
@@ -23,6 +23,8 @@ async function main(): Promise<void> {
       adminToken: requireSetting(config, 'adminToken', 'PLATFORM_ADMIN_TOKEN'),
       webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts),
       codec: new EncryptionCodec(encryptionKey),
+      stores,
+      deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: false,
       codecCorsOrigins: (process.env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').filter(Boolean),
@@ -30,7 +32,7 @@ async function main(): Promise<void> {
     config.port,
   );
   logger.info({ url: config.baseUrl }, 'api listening');
-  const stop = () => api.close().then(() => client.connection.close()).then(() => process.exit(0));
+  const stop = () => api.close().then(() => client.connection.close()).then(() => stores.close()).then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
 }

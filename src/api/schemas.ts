@@ -1,3 +1,4 @@
+import { DELIVERY_STATUSES } from '../delivery-log/types';
 import type { SchemaObject } from 'ajv';
 
 /** Shapes of DESIGN.md §4, shared by request parsing and the OpenAPI document. */
@@ -83,12 +84,20 @@ export const deliverySchema: SchemaObject = {
     installationId: { type: 'string' },
     eventType: { type: 'string' },
     url: { type: 'string' },
-    status: { enum: ['pending', 'delivered', 'failed', 'skipped'] },
+    organizationId: { type: 'string' },
+    status: { enum: [...DELIVERY_STATUSES] },
     createdAt: { type: 'string' },
     completedAt: { type: 'string' },
     skipReason: { type: 'string' },
     failureReason: { type: 'string' },
     replayOf: { type: 'string' },
+    attemptCount: { type: 'integer' },
+    workflow: {
+      type: 'object',
+      description: 'The delivery shard run that made its attempts; url opens it in the Temporal UI (PLATFORM_TEMPORAL_UI_URL)',
+      required: ['workflowId', 'runId'],
+      properties: { workflowId: { type: 'string' }, runId: { type: 'string' }, url: { type: 'string' } },
+    },
     attempts: { type: 'array', items: attemptSchema },
   },
 };
@@ -103,6 +112,20 @@ export const ingestAnswerSchema: SchemaObject = {
   type: 'object',
   required: ['eventId', 'deliveries'],
   properties: { eventId: { type: 'string' }, deliveries: { type: 'array', items: { type: 'string' } } },
+};
+
+/** Each item of a batch ingest: its answer, or the error body of DESIGN.md §4 for that item. */
+export const batchIngestAnswerSchema: SchemaObject = {
+  type: 'object',
+  required: ['results'],
+  properties: {
+    results: {
+      type: 'array',
+      items: {
+        oneOf: [ingestAnswerSchema, { type: 'object', required: ['error', 'message', 'details'], properties: { error: { type: 'string' }, message: { type: 'string' }, details: { type: 'array' } } }],
+      },
+    },
+  },
 };
 
 export const bulkReplaySchema: SchemaObject = {

@@ -1,12 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
-import { searchAttributeKeys } from './search-attributes';
 
 export interface DevServerOptions {
   cliPath: string;
   namespace: string;
-  /** Further namespaces created at launch, each with the search attributes. */
+  /** Further namespaces created at launch. */
   extraNamespaces?: string[];
   /** SQLite file; omitted: in memory (tests). */
   dbFile?: string;
@@ -36,7 +35,7 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * `temporal server start-dev` with the service's search attributes registered. WAL with
+ * `temporal server start-dev`. WAL with
  * synchronous=NORMAL keeps every committed transaction through a process crash (only a
  * power loss can cost the last ones) and spares an fsync per commit.
  */
@@ -45,7 +44,6 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const port = options.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', options.namespace, '--log-level', 'warn'];
   for (const namespace of options.extraNamespaces ?? []) args.push('--namespace', namespace);
-  for (const key of searchAttributeKeys) args.push('--search-attribute', `${key.name}=Keyword`);
   if (options.dbFile) {
     args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
   }

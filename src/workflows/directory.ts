@@ -1,7 +1,6 @@
 import * as wf from '@temporalio/workflow';
 import { HistoryBudget } from './continue-as-new';
 import { conflict, invalid } from './errors';
-import { organizationWorkflow, organizationWorkflowId } from './organization';
 
 export interface Org {
   id: string;
@@ -54,15 +53,10 @@ export async function directoryWorkflow(state: DirectoryState = { orgs: {}, user
 
   wf.setHandler(
     createOrgUpdate,
-    async ({ id, subdomain, title }) => {
+    ({ id, subdomain, title }) => {
       const org = { id, subdomain, title, createdAt: new Date().toISOString() };
       state.orgs[id] = org;
       budget.spend();
-      await wf.startChild(organizationWorkflow, {
-        workflowId: organizationWorkflowId(id),
-        args: [{ orgId: id }],
-        parentClosePolicy: 'ABANDON',
-      });
       return org;
     },
     {

@@ -9,6 +9,7 @@ export const FailureType = {
   invalid: 'InvalidInput',
   conflict: 'Conflict',
   notFound: 'NotFound',
+  busy: 'Busy',
 } as const;
 
 export function invalid(message: string, details: FieldIssue[] = []): ApplicationFailure {
@@ -21,4 +22,9 @@ export function conflict(message: string): ApplicationFailure {
 
 export function notFound(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: FailureType.notFound, message, nonRetryable: true });
+}
+
+/** Come back shortly: the API answers 503 with Retry-After. */
+export function busy(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.busy, message, nonRetryable: true });
 }

@@ -1,6 +1,5 @@
 export { directoryWorkflow } from './directory';
-export { organizationWorkflow } from './organization';
 export { installationWorkflow } from './installation';
-export { eventWorkflow } from './event';
-export { deliveryWorkflow } from './delivery';
+export { deliveryShardWorkflow } from './delivery-shard';
+export { retentionWorkflow } from './retention';
 export { integrationWorkflow, integrationVersionWorkflow, registryWorkflow } from './integration';

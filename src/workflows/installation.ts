@@ -4,17 +4,17 @@ import { checkInstallationPatch, configurationComplete, type ConfigurationSchema
 import { selectedEvents, type Target } from '../integrations/webhook';
 import { HistoryBudget } from './continue-as-new';
 import { invalid } from './errors';
-import { installationChangedSignal, organizationWorkflowId, type InstallationStatus, type InstallationSummary } from './organization';
+import type { createActivities } from '../activities';
+import type { InstallationProjection, InstallationStatus, SigningSecret } from '../delivery-log/types';
 
 /** A rotated-out secret stays valid this long, and is signed with meanwhile (DESIGN.md §3). */
 export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
 
-export interface SigningSecret {
-  secret: string;
-  createdAt: string;
-  /** Set when rotated out. */
-  expiresAt?: string;
-}
+/** The read model's write: short, local, retried until the database takes it. */
+const { saveInstallation } = wf.proxyLocalActivities<ReturnType<typeof createActivities>>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+});
 
 export interface InstallationState {
   id: string;
@@ -45,14 +45,6 @@ export interface InstallationView {
   updatedAt: string;
 }
 
-/** What a delivery attempt needs: where to send, whether to, and with which secrets. */
-export interface DeliveryTarget {
-  status: InstallationStatus;
-  url?: string;
-  events: string[];
-  signingSecrets: SigningSecret[];
-}
-
 export interface NewInstallation {
   id: string;
   integration: string;
@@ -71,7 +63,6 @@ export const deleteUpdate = wf.defineUpdate<InstallationView>('delete');
 /** The API generates the new secret: workflow randomness is deterministic, not secret. */
 export const rotateSecretUpdate = wf.defineUpdate<SigningSecret, [string]>('rotateSecret');
 export const installationQuery = wf.defineQuery<InstallationView>('installation');
-export const deliveryTargetQuery = wf.defineQuery<DeliveryTarget>('deliveryTarget');
 export const signingSecretQuery = wf.defineQuery<SigningSecret>('signingSecret');
 
 export function newInstallationState(input: NewInstallation, now: string): InstallationState {
@@ -98,7 +89,7 @@ function view(state: InstallationState): InstallationView {
   return { id, integration, version, target, status: statusOf(state), configuration, createdAt, updatedAt };
 }
 
-function summary(state: InstallationState): InstallationSummary {
+function projection(state: InstallationState): InstallationProjection {
   const url = state.configuration.webhook_url;
   return {
     id: state.id,
@@ -108,24 +99,26 @@ function summary(state: InstallationState): InstallationSummary {
     events: selectedEvents(state.target, state.configuration),
     url: typeof url === 'string' ? url : undefined,
     createdAt: state.createdAt,
+    updatedAt: state.updatedAt,
     revision: state.revision,
+    signingSecrets: state.signingSecrets,
   };
 }
 
 /**
  * One installation as an entity workflow: every change is an update that validates before
- * it enters history, state is read with queries, and every change reaches the
- * organization's index before the update answers, so the next event sees it.
+ * it enters history, state is read with queries, and every change reaches the read model
+ * in the delivery log's database before the update answers, so fan-out and attempts in
+ * every process see it from the next event on.
  */
 export async function installationWorkflow(state: InstallationState, historyLimit = 500): Promise<InstallationView> {
   const budget = new HistoryBudget(historyLimit);
-  const org = wf.getExternalWorkflowHandle(organizationWorkflowId(state.target.org));
 
   async function changed(): Promise<InstallationView> {
     state.revision += 1;
     state.updatedAt = new Date().toISOString();
     budget.spend();
-    await org.signal(installationChangedSignal, summary(state));
+    await saveInstallation(projection(state));
     return view(state);
   }
   const notDeleted = () => {
@@ -133,7 +126,6 @@ export async function installationWorkflow(state: InstallationState, historyLimi
   };
 
   wf.setHandler(installationQuery, () => view(state));
-  wf.setHandler(deliveryTargetQuery, () => ({ ...summary(state), signingSecrets: state.signingSecrets }));
   wf.setHandler(signingSecretQuery, () => state.signingSecrets[0]!);
 
   wf.setHandler(

@@ -6,12 +6,14 @@ import { findOrBuildTemporalCli } from '../../src/temporal/cli-binary';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { generateEncryptionKey } from '../../src/temporal/codec';
 import { allTestNamespaces } from './namespaces';
+import { startPostgres, type TestPostgres } from './postgres';
 
 let server: DevServer | undefined;
+let postgres: TestPostgres | undefined;
 
 /**
- * Mocha global fixture: one Temporal dev server from the cached CLI and one workflow bundle
- * per run, handed to the test processes through the environment.
+ * Mocha global fixture: one Temporal dev server from the cached CLI, one workflow bundle
+ * and one PostgreSQL cluster per run, handed to the test processes through the environment.
  */
 export async function mochaGlobalSetup(): Promise<void> {
   const cliPath = await findOrBuildTemporalCli();
@@ -25,10 +27,18 @@ export async function mochaGlobalSetup(): Promise<void> {
   process.env.TEST_WORKFLOW_BUNDLE = path.join(dir, 'workflow-bundle.js');
   process.env.TEST_ENCRYPTION_KEY = generateEncryptionKey();
   process.env.TEMPORAL_CLI_RESOLVED = cliPath;
+  try {
+    postgres = await startPostgres();
+    process.env.TEST_POSTGRES_URL = postgres.url;
+  } catch (err) {
+    // With CI=true a PostgreSQL test that cannot start fails; elsewhere it says why it skips.
+    if (process.env.CI === 'true') throw err;
+    process.env.TEST_POSTGRES_UNAVAILABLE = (err as Error).message;
+  }
 }
 
 export async function mochaGlobalTeardown(): Promise<void> {
-  await server?.stop();
+  await Promise.all([server?.stop(), postgres?.stop()]);
 }
 
 const quietLogger = {

@@ -8,7 +8,8 @@ import { connectClient } from '../../src/temporal/client';
 import { EncryptionCodec } from '../../src/temporal/codec';
 import { createWorker } from '../../src/worker';
 import { namespaceFor } from './namespaces';
-import { testPlatformPorts, testSettings } from './settings';
+import { testDatabaseUrl, testPlatformPorts, testSettings } from './settings';
+import { openDeliveryLog, type DeliveryLogStores } from '../../src/delivery-log';
 import { webhookGuard } from '../../src/net/guards';
 import type { PlatformPorts } from '../../src/net/platform-ports';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
@@ -25,6 +26,9 @@ export interface TestPlatformOptions {
   worker?: boolean;
   /** Share another platform's administrator (two APIs of one deployment). */
   adminToken?: string;
+  /** The delivery log: a fresh SQLite file (default), a fresh PostgreSQL database, or another platform's (`databaseUrl`). */
+  database?: 'sqlite' | 'postgres';
+  databaseUrl?: string;
 }
 
 export interface HttpAnswer<T = any> {
@@ -43,6 +47,8 @@ export class TestPlatform {
   readonly namespace: string;
   readonly taskQueue: string;
   platformPorts!: PlatformPorts;
+  stores!: DeliveryLogStores;
+  databaseUrl!: string;
 
   constructor(
     testFile: string,
@@ -59,6 +65,8 @@ export class TestPlatform {
     const logger = testLogger;
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
     this.platformPorts = testPlatformPorts();
+    this.databaseUrl = this.options.databaseUrl ?? (await testDatabaseUrl(this.options.database ?? 'sqlite', this.namespace));
+    this.stores = await openDeliveryLog({ url: this.databaseUrl, encryptionKey, namespace: this.namespace });
     const guard = webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
     if (this.options.worker !== false) {
       this.worker = await createWorker({
@@ -67,8 +75,10 @@ export class TestPlatform {
         taskQueue: this.taskQueue,
         encryptionKey,
         workflowBundle: { code: readFileSync(bundle, 'utf8') },
-        client: this.client,
+        log: this.stores.log,
+        installations: this.stores.installations,
         webhookGuard: guard,
+        retentionDays: 30,
         logger,
         attemptTimeoutMs: this.options.attemptTimeoutMs,
       });
@@ -82,6 +92,8 @@ export class TestPlatform {
         adminToken: this.adminToken,
         webhookGuard: guard,
         codec: new EncryptionCodec(encryptionKey),
+        stores: this.stores,
+        deliveryShards: 4,
         logger,
         codecTrustsLoopback: true,
         codecCorsOrigins: [],
@@ -98,6 +110,7 @@ export class TestPlatform {
     if (this.worker && this.worker.getState() === 'RUNNING') this.worker.shutdown();
     await this.workerRun;
     await this.client?.connection.close();
+    await this.stores?.close();
   }
 
   async http<T = any>(method: string, path: string, options: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpAnswer<T>> {

@@ -1,4 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { PlatformPorts } from '../../src/net/platform-ports';
+import { createTestDatabase } from './postgres';
 
 /** What the mocha global fixture hands every test process through the environment. */
 export function testSettings(): { address: string; bundle: string; encryptionKey: string } {
@@ -17,4 +22,13 @@ export function testSettings(): { address: string; bundle: string; encryptionKey
 export function testPlatformPorts(): PlatformPorts {
   const { address } = testSettings();
   return new PlatformPorts({ pids: [Number(process.env.TEST_TEMPORAL_PID)], ports: [Number(address.split(':').at(-1))] });
+}
+
+/** A fresh delivery log for one platform: an SQLite file, or a database on the run's PostgreSQL. */
+export async function testDatabaseUrl(kind: 'sqlite' | 'postgres', label: string): Promise<string> {
+  const name = `${label.replace(/[^a-z0-9]/gi, '_')}_${randomBytes(4).toString('hex')}`.toLowerCase();
+  if (kind === 'sqlite') return `sqlite:${path.join(mkdtempSync(path.join(os.tmpdir(), 'platform-log-')), `${name}.db`)}`;
+  const server = process.env.TEST_POSTGRES_URL;
+  if (!server) throw new Error(`PostgreSQL is not available: ${process.env.TEST_POSTGRES_UNAVAILABLE ?? 'the fixture did not start it'}`);
+  return createTestDatabase(server, name);
 }

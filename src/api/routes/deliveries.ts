@@ -1,21 +1,19 @@
-import type { Delivery, DeliveryStatus } from '../../workflows/delivery';
+import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../../delivery-log/types';
 import { requireMember, type Caller } from '../auth';
-import { DeliveryStore } from '../delivery-store';
-import { PageTokens } from '../page-tokens';
 import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
 import { installationApi } from './installations';
 import type { RouteTable } from '../route-table';
 import { bulkReplaySchema, deliverySchema, listOf } from '../schemas';
 
-/** A time Temporal's visibility accepts (years 0001-9999), normalized; undefined if not one. */
-export function isoTime(value: string): string | undefined {
+/** An ISO 8601 time of years 0001-9999 as Unix ms; undefined if not one. */
+export function isoTime(value: string): number | undefined {
   const ms = Date.parse(value);
   if (Number.isNaN(ms) || ms < Date.parse('0001-01-01T00:00:00Z') || ms > Date.parse('9999-12-31T23:59:59Z')) return undefined;
-  return new Date(ms).toISOString();
+  return ms;
 }
 
-const STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed', 'skipped'];
+const STATUSES: readonly DeliveryStatus[] = DELIVERY_STATUSES;
 const VALUE = /^[A-Za-z0-9_.:-]{1,200}$/;
 
 function checkQuery(query: Record<string, string | undefined>): void {
@@ -31,7 +29,7 @@ function checkQuery(query: Record<string, string | undefined>): void {
 }
 
 export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
-  const store = new DeliveryStore(deps.client, deps.taskQueue, new PageTokens(deps.adminToken));
+  const store = deps.deliveries;
   const installations = installationApi(deps);
 
   async function load(caller: Caller, id: string): Promise<Delivery> {
@@ -62,7 +60,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         orgs = query.org ? caller.orgs.filter((org) => org === query.org) : caller.orgs;
       }
       const pageSize = Math.min(Number(query.limit ?? 50), 200) || 50;
-      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since && isoTime(query.since) }, pageSize, query.pageToken);
+      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since) }, pageSize, query.pageToken);
       return { status: 200, body: page };
     },
   );
@@ -106,20 +104,8 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && !isoTime(body[field]!)).map((field) => ({ field, message: 'must be an ISO 8601 time' }));
       if (details.length) throw badRequest('invalid time range', details);
       const installation = await installations.load(caller, body.installation);
-      const filter = { orgs: [installation.target.org], installation: installation.id, status: 'failed' as const, since: body.since && isoTime(body.since), until: body.until && isoTime(body.until) };
-      const ids: string[] = [];
-      const seenEvents = new Set<string>();
-      let pageToken: string | undefined;
-      do {
-        const page = await store.list(filter, 200, pageToken);
-        for (const summary of page.items) {
-          if (seenEvents.has(summary.eventId)) continue;
-          seenEvents.add(summary.eventId);
-          const delivery = await store.get(summary.id);
-          if (delivery?.status === 'failed') ids.push(await store.replay(delivery));
-        }
-        pageToken = page.nextPageToken;
-      } while (pageToken);
+      const time = (value?: string) => (value === undefined ? undefined : isoTime(value));
+      const ids = await store.replayFailed({ orgs: [installation.target.org], installation: installation.id, since: time(body.since), until: time(body.until) });
       return { status: 202, body: { count: ids.length, ids } };
     },
   );

@@ -1,53 +1,76 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { newEventId } from '../../ids';
 import { eventSchemas, WEBHOOK_EVENT_TYPES, type IngestedEvent, type WebhookEventType } from '../../webhooks/events';
-import { eventWorkflow, eventWorkflowId, type EventRecord } from '../../workflows/event';
-import { installationsQuery, organizationWorkflowId } from '../../workflows/organization';
 import type { ApiDeps } from '../deps';
-import { badRequest } from '../errors';
-import { planDeliveries } from '../fanout';
-import { DeliveryStore } from '../delivery-store';
-import { PageTokens } from '../page-tokens';
+import { badRequest, errorBody, fromEngine, notFound } from '../errors';
 import type { RouteTable } from '../route-table';
-import { ingestAnswerSchema } from '../schemas';
+import { batchIngestAnswerSchema, ingestAnswerSchema } from '../schemas';
 import { parse } from '../validation';
 
-function parseEvent(body: unknown): IngestedEvent {
+/** Events one batch ingest takes at most. */
+export const MAX_BATCH_EVENTS = 500;
+
+function parseEvent(body: unknown, prefix = ''): IngestedEvent {
   const type = (body as { type?: unknown } | null)?.type;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the event must be a JSON object', [{ field: '(body)', message: 'must be an object' }]);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the event must be a JSON object', [{ field: prefix || '(body)', message: 'must be an object' }]);
   if (typeof type !== 'string' || !WEBHOOK_EVENT_TYPES.includes(type as WebhookEventType)) {
-    throw badRequest(`unknown event type ${JSON.stringify(type)}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`, [{ field: 'type', message: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }]);
+    throw badRequest(`unknown event type ${JSON.stringify(type)}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`, [{ field: `${prefix}type`, message: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }]);
   }
   return parse<IngestedEvent>(eventSchemas[type as WebhookEventType], body, `${type} event`);
 }
 
-export function eventRoutes(routes: RouteTable, { client, taskQueue, adminToken }: ApiDeps): void {
-  const deliveries = new DeliveryStore(client, taskQueue, new PageTokens(adminToken));
+const batchSchema = { type: 'object', required: ['events'], additionalProperties: false, properties: { events: { type: 'array', minItems: 1, maxItems: MAX_BATCH_EVENTS } } };
+
+export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDeps): void {
+  /** An event of an unknown organization is refused (404), not silently fanned out to nobody. */
+  async function accept(event: IngestedEvent) {
+    if (!(await organizations.exists(event.organizationId).catch((err) => Promise.reject(fromEngine(err))))) throw notFound(`organization ${event.organizationId}`);
+    return ingest.ingest(event).catch((err) => Promise.reject(fromEngine(err)));
+  }
+
   routes.add<IngestedEvent>(
     {
       method: 'post',
       path: '/v1/events',
-      summary: 'Ingest one platform event and fan it out to the webhook installations that selected it',
+      summary: 'Ingest one platform event; 202 once the engine holds its fan-out',
       access: 'admin',
       body: { oneOf: Object.values(eventSchemas) },
       parseBody: parseEvent,
-      responses: { 202: { description: 'Accepted; a repeated eventId answers the first ingest again', schema: ingestAnswerSchema }, 400: { description: 'Invalid event' } },
+      responses: {
+        202: { description: 'Accepted; a repeated eventId answers the first ingest again and starts nothing', schema: ingestAnswerSchema },
+        400: { description: 'Invalid event' },
+        404: { description: 'No such organization' },
+        503: { description: 'Not known to be accepted (the engine did not answer within 2 s): retry with the same eventId' },
+      },
     },
-    async ({ body: event }) => {
-      const eventId = event.eventId ?? newEventId();
-      const installations = await client.workflow.getHandle(organizationWorkflowId(event.organizationId)).query(installationsQuery);
-      let record: EventRecord = { eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, eventId, installations) };
-      try {
-        await client.workflow.start(eventWorkflow, { workflowId: eventWorkflowId(eventId), taskQueue, args: [record], workflowIdReusePolicy: 'REJECT_DUPLICATE' });
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        // A repeat: the first fan-out stands, whatever the installations are now.
-        record = await client.workflow.getHandle<typeof eventWorkflow>(eventWorkflowId(eventId)).result();
-      }
-      // 202 only once every delivery is durably started. Starting is idempotent, so a client
-      // retrying an unanswered request completes a fan-out that a crash interrupted.
-      await Promise.all(record.deliveries.map((delivery) => deliveries.start(delivery)));
-      return { status: 202, body: { eventId, deliveries: record.deliveries.map((delivery) => delivery.id) } };
+    async ({ body: event }) => ({ status: 202, body: await accept(event) }),
+  );
+
+  routes.add<{ events: unknown[] }>(
+    {
+      method: 'post',
+      path: '/v1/events/batch',
+      summary: `Ingest up to ${MAX_BATCH_EVENTS} events; one result per event, in order`,
+      access: 'admin',
+      body: batchSchema,
+      bodyLimit: '5mb',
+      responses: {
+        202: { description: 'Each result is {eventId, deliveries} or the error body for that event', schema: batchIngestAnswerSchema },
+        400: { description: 'Not a batch' },
+        503: { description: 'No event is known to be accepted: retry them with their eventIds' },
+      },
+    },
+    async ({ body }) => {
+      const results = await Promise.all(
+        body.events.map(async (raw, i) => {
+          try {
+            return await accept(parseEvent(raw, `events[${i}].`));
+          } catch (err) {
+            return errorBody(err as Error);
+          }
+        }),
+      );
+      const unavailable = results.every((result) => 'error' in result && result.error === 'unavailable');
+      if (unavailable) throw fromEngine(new Error('no event of the batch was accepted'));
+      return { status: 202, body: { results } };
     },
   );
 }

@@ -16,7 +16,7 @@ import {
   signingSecretQuery,
   type InstallationView,
 } from '../../workflows/installation';
-import { installationsQuery, organizationWorkflowId, type InstallationSummary } from '../../workflows/organization';
+import type { InstallationSummary } from '../../delivery-log/types';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../workflows/directory';
 import { assertWebhookDestination } from '../../webhooks/url-guard';
 import { isMember, requireMember, type Caller } from '../auth';
@@ -65,11 +65,8 @@ export function installationApi(deps: ApiDeps) {
     }
   }
 
-  async function list(caller: Caller, orgs: string[]): Promise<InstallationSummary[]> {
-    const lists = await Promise.all(
-      orgs.filter((org) => isMember(caller, org)).map((org) => client.workflow.getHandle(organizationWorkflowId(org)).query(installationsQuery)),
-    );
-    return lists.flat();
+  function list(caller: Caller, orgs: string[]): Promise<InstallationSummary[]> {
+    return deps.installations.of(orgs.filter((org) => isMember(caller, org)));
   }
 
   return { handle, withUrls, load, checkWebhookConfiguration, list };
@@ -114,7 +111,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
         new Date().toISOString(),
       );
       const workflow = await client.workflow.start(installationWorkflow, { workflowId: installationWorkflowId(id), taskQueue: deps.taskQueue, args: [state] });
-      // The update validates the configuration, and answers once the organization's index holds the installation.
+      // The update validates the configuration, and answers once the read model holds the installation.
       const installation = await workflow.executeUpdate(configureUpdate, { args: [configuration] }).catch(async (err) => {
         await workflow.executeUpdate(deleteUpdate);
         throw err;

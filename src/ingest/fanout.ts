@@ -1,8 +1,7 @@
 import { deliveryId } from '../ids';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import { eventTargets, serializePayload, type IngestedEvent } from '../webhooks/events';
-import type { DeliveryInput } from '../workflows/delivery';
-import type { InstallationSummary } from '../workflows/organization';
+import type { InstallationSummary, NewDelivery } from '../delivery-log/types';
 
 /** An organization-wide installation hears every event of the organization; others only their own space or site. */
 function reaches(installation: InstallationSummary, event: IngestedEvent): boolean {
@@ -16,7 +15,7 @@ function reaches(installation: InstallationSummary, event: IngestedEvent): boole
  * One delivery per webhook installation the event reaches and that selected its type:
  * active ones get attempts, paused ones a `skipped` record.
  */
-export function planDeliveries(event: IngestedEvent, eventId: string, installations: InstallationSummary[]): DeliveryInput[] {
+export function planDeliveries(event: IngestedEvent, eventId: string, installations: InstallationSummary[]): NewDelivery[] {
   return installations
     .filter(
       (installation) =>
@@ -33,7 +32,7 @@ export function planDeliveries(event: IngestedEvent, eventId: string, installati
       organizationId: installation.target.org,
       eventType: event.type,
       body: serializePayload(event, eventId, installation.id),
-      url: installation.url ?? '',
+      url: installation.url,
       skipReason: installation.status === 'paused' ? 'installation_paused' : undefined,
     }));
 }

@@ -1,0 +1,111 @@
+import { Context } from '@temporalio/activity';
+import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { InstallationIndex, InstallationTarget } from '../delivery-log/installation-index';
+import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt } from '../delivery-log/types';
+import type { Logger } from '../logger';
+import type { DestinationGuard } from '../net/destination-guard';
+import { PLATFORM_VERSION } from '../version';
+import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
+import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
+import { createAgents, postOnce } from './http-attempt';
+
+export interface AttemptBatchInput {
+  /** The shard run making the attempts; each record links to it. */
+  workflowId: string;
+  runId: string;
+  entries: { id: string; attempt: number }[];
+}
+
+/** What the shard needs back: nothing for a finished delivery, the wait for one to retry. */
+export interface AttemptBatchResult {
+  id: string;
+  status: DeliveryOutcome['status'];
+  statusCode?: number;
+  error?: string;
+  retryInMs?: number;
+}
+
+export interface AttemptBatchDependencies {
+  log: DeliveryLog;
+  installations: InstallationIndex;
+  webhookGuard: DestinationGuard;
+  logger: Logger;
+  attemptTimeoutMs?: number;
+}
+
+/** The outcome of one attempt: final, or retried after the wait it chose (recorded with it). */
+function judge(id: string, record: AttemptRecord, retryAfterMs?: number): DeliveryOutcome {
+  const next = verdict(record);
+  if (next === 'delivered') return { id, status: 'delivered', attempt: record };
+  if (next === 'failed' || record.attempt > MAX_RETRIES) return { id, status: 'failed', attempt: record };
+  return { id, status: 'pending', attempt: { ...record, nextDelayMs: record.nextDelayMs ?? retryDelayMs(record.attempt, Math.random(), retryAfterMs) } };
+}
+
+/** Before any attempt an installation that stopped listening means "not for it"; after one, a replayable failure. */
+function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
+  const stopped = !target || target.status === 'deleted' ? 'installation_deleted' : target.status === 'paused' ? 'installation_paused' : undefined;
+  const reason = stopped ?? (!target?.url || !target.events.includes(delivery.eventType) ? 'event_not_selected' : undefined);
+  if (!reason) return undefined;
+  return { id: delivery.id, status: attempt === 1 ? 'skipped' : 'failed', reason };
+}
+
+/**
+ * One batch of webhook attempts (DESIGN.md §3), all of one installation: reads the
+ * deliveries and the installation from the log now (so a pause, a new URL or a rotated
+ * secret apply at once), POSTs concurrently over keep-alive, signs each with a fresh
+ * timestamp, and writes every outcome to the log in one transaction. Run again after a
+ * worker died, it returns what was recorded instead of sending again; what was sent but
+ * not recorded is sent again (receivers dedupe by eventId).
+ */
+export function createAttemptBatch(deps: AttemptBatchDependencies) {
+  const agents = createAgents();
+
+  async function attemptOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget): Promise<DeliveryOutcome> {
+    const now = Date.now();
+    const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
+    const { retryAfterMs, ...result } = await postOnce(
+      {
+        url: target.url!,
+        body: delivery.body,
+        headers: {
+          'Content-Type': 'application/json',
+          'User-Agent': `platform-webhooks/${PLATFORM_VERSION}`,
+          [SIGNATURE_HEADER]: signatureHeader(delivery.body, secrets, Math.floor(now / 1000)),
+        },
+      },
+      { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs },
+    );
+    return judge(delivery.id, { attempt, ...result }, retryAfterMs);
+  }
+
+  return async function attemptDeliveries(input: AttemptBatchInput): Promise<AttemptBatchResult[]> {
+    const heartbeat = setInterval(() => Context.current().heartbeat(), 1000);
+    try {
+      const deliveries = await deps.log.toAttempt(input.entries.map((entry) => entry.id));
+      const targets = await deps.installations.targets([...new Set([...deliveries.values()].map((d) => d.installationId))]);
+      const outcomes = await Promise.all(
+        input.entries.map(async ({ id, attempt }): Promise<DeliveryOutcome | undefined> => {
+          const delivery = deliveries.get(id);
+          // Gone (purged) or finished already (handed over twice): nothing to do.
+          if (!delivery || delivery.status !== 'pending') return undefined;
+          const recorded = delivery.recorded.get(attempt);
+          if (recorded) return judge(id, recorded);
+          const target = targets.get(delivery.installationId);
+          return notAttempted(delivery, attempt, target) ?? attemptOne(delivery, attempt, target!);
+        }),
+      );
+      const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
+      await deps.log.recordOutcomes(written, input);
+      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
+      return written.map((outcome) => ({
+        id: outcome.id,
+        status: outcome.status,
+        ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
+        ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
+        ...(outcome.status === 'pending' && { retryInMs: outcome.attempt!.nextDelayMs }),
+      }));
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+}

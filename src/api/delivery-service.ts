@@ -1,0 +1,55 @@
+import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { Delivery, DeliveryFilter, DeliverySummary, PageCursor } from '../delivery-log/types';
+import { deliveryId } from '../ids';
+import type { IngestService } from '../ingest/ingest-service';
+import type { PageTokens } from './page-tokens';
+
+/** Deliveries a bulk replay reads per page. */
+const PAGE = 200;
+
+/** Deliveries as the API serves them: from the delivery log, replayed through ingest's shards. */
+export class DeliveryService {
+  constructor(
+    private readonly log: DeliveryLog,
+    private readonly ingest: IngestService,
+    private readonly pageTokens: PageTokens,
+  ) {}
+
+  async list(filter: DeliveryFilter, pageSize: number, pageToken?: string): Promise<{ items: DeliverySummary[]; nextPageToken?: string }> {
+    const after = pageToken ? (JSON.parse(this.pageTokens.open(pageToken).toString('utf8')) as PageCursor) : undefined;
+    const page = await this.log.list(filter, pageSize, after);
+    return { items: page.items, ...(page.next && { nextPageToken: this.pageTokens.seal(Buffer.from(JSON.stringify(page.next))) }) };
+  }
+
+  get(id: string): Promise<Delivery | undefined> {
+    return this.log.get(id);
+  }
+
+  /** A new delivery with the same body and eventId: `<eventId>:<installationId>:replay-<n>`. */
+  async replay(original: DeliverySummary): Promise<string> {
+    for (let n = 1; ; n++) {
+      const id = deliveryId(original.eventId, original.installationId, n);
+      const recorded = await this.log.recordReplay({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url }, original.id);
+      if (!recorded) continue;
+      await this.ingest.enqueue({ id, eventId: original.eventId, installationId: original.installationId });
+      return id;
+    }
+  }
+
+  /** Every failed delivery in the filter, replayed once per event even if it failed several times. */
+  async replayFailed(filter: DeliveryFilter): Promise<string[]> {
+    const ids: string[] = [];
+    const seenEvents = new Set<string>();
+    let after: PageCursor | undefined;
+    do {
+      const page = await this.log.list({ ...filter, status: 'failed' }, PAGE, after);
+      for (const delivery of page.items) {
+        if (seenEvents.has(delivery.eventId)) continue;
+        seenEvents.add(delivery.eventId);
+        ids.push(await this.replay(delivery));
+      }
+      after = page.next;
+    } while (after);
+    return ids;
+  }
+}

@@ -1,0 +1,249 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Encryption } from '../encryption';
+import type { LogDatabase } from './database';
+import type { AttemptsTable, DeliveriesTable, Schema } from './schema';
+import type { AttemptRecord, Delivery, DeliveryFilter, DeliveryOutcome, DeliveryStatus, DeliverySummary, DeliveryToAttempt, EventRecord, NewDelivery, NewEvent, PageCursor, WorkflowLink } from './types';
+
+/** Rows per multi-row statement: well under SQLite's 32,766 bound parameters. */
+const CHUNK = 500;
+
+function chunks<T>(items: T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+const iso = (ms: number | null | undefined): string | undefined => (ms === null || ms === undefined ? undefined : new Date(ms).toISOString());
+
+function attemptOf(row: Selectable<AttemptsTable>): AttemptRecord {
+  return {
+    attempt: row.attempt,
+    startedAt: new Date(row.started_at).toISOString(),
+    durationMs: row.duration_ms,
+    url: row.url,
+    ...(row.status_code !== null && { statusCode: row.status_code }),
+    ...(row.error !== null && { error: row.error as AttemptRecord['error'] }),
+    ...(row.error_message !== null && { errorMessage: row.error_message }),
+    ...(row.response_body !== null && { responseBody: row.response_body }),
+    ...(row.next_delay_ms !== null && { nextDelayMs: row.next_delay_ms }),
+  };
+}
+
+/**
+ * The record of every delivery and attempt (DESIGN.md §2): written in batches by ingest
+ * and by attempt batches, read by the API and the CLI. Payload bodies are sealed at rest.
+ */
+export class DeliveryLog {
+  readonly db: Kysely<Schema>;
+
+  constructor(
+    readonly database: LogDatabase,
+    private readonly encryption: Encryption,
+    /** Builds the Temporal UI link of a shard run (PLATFORM_TEMPORAL_UI_URL). */
+    private readonly workflowUrl: (workflowId: string, runId: string) => string | undefined = () => undefined,
+  ) {
+    this.db = database.db;
+  }
+
+  /**
+   * Records events with their planned deliveries. The events table's key decides races: an
+   * eventId recorded before keeps its first answer, and nothing of this call is added to it.
+   */
+  async recordEvents(events: NewEvent[], now = Date.now()): Promise<Map<string, EventRecord>> {
+    const records = new Map<string, EventRecord>();
+    await this.db.transaction().execute(async (trx) => {
+      const fresh = new Set<string>();
+      for (const part of chunks(events)) {
+        const inserted = await trx
+          .insertInto('events')
+          .values(part.map((event) => ({ event_id: event.eventId, organization_id: event.organizationId, event_type: event.eventType, delivery_ids: JSON.stringify(event.deliveries.map((d) => d.id)), accepted: 0, created_at: now })))
+          .onConflict((oc) => oc.column('event_id').doNothing())
+          .returning('event_id')
+          .execute();
+        for (const row of inserted) fresh.add(row.event_id);
+      }
+      const deliveries = events.filter((event) => fresh.has(event.eventId)).flatMap((event) => event.deliveries);
+      for (const part of chunks(deliveries)) {
+        await trx
+          .insertInto('deliveries')
+          .values(part.map((delivery) => this.deliveryRow(delivery, now)))
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+      }
+      for (const event of events) if (fresh.has(event.eventId)) records.set(event.eventId, { eventId: event.eventId, deliveryIds: event.deliveries.map((d) => d.id), fresh: true, accepted: false });
+      const earlier = events.filter((event) => !fresh.has(event.eventId)).map((event) => event.eventId);
+      for (const part of chunks(earlier)) {
+        const rows = await trx.selectFrom('events').select(['event_id', 'delivery_ids', 'accepted']).where('event_id', 'in', part).execute();
+        for (const row of rows) records.set(row.event_id, { eventId: row.event_id, deliveryIds: JSON.parse(row.delivery_ids) as string[], fresh: false, accepted: row.accepted === 1 });
+      }
+    });
+    return records;
+  }
+
+  /** A replay: a new delivery with the body of the one it replays; false when its id is taken. */
+  async recordReplay(delivery: Omit<NewDelivery, 'body'>, original: string, now = Date.now()): Promise<boolean> {
+    const source = await this.db.selectFrom('deliveries').select('body').where('id', '=', original).executeTakeFirst();
+    if (!source) throw new Error(`delivery ${original} is no longer in the log`);
+    const inserted = await this.db
+      .insertInto('deliveries')
+      .values({ ...this.deliveryRow({ ...delivery, body: '' }, now), body: source.body, replay_of: original })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .returning('id')
+      .execute();
+    return inserted.length === 1;
+  }
+
+  private deliveryRow(delivery: NewDelivery, now: number) {
+    return {
+      id: delivery.id,
+      event_id: delivery.eventId,
+      installation_id: delivery.installationId,
+      organization_id: delivery.organizationId,
+      event_type: delivery.eventType,
+      url: delivery.url ?? null,
+      status: delivery.skipReason ? 'skipped' : 'pending',
+      reason: delivery.skipReason ?? null,
+      body: this.encryption.seal(delivery.body),
+      attempts: 0,
+      replay_of: delivery.replayOf ?? null,
+      workflow_id: null,
+      run_id: null,
+      created_at: now,
+      updated_at: now,
+      completed_at: delivery.skipReason ? now : null,
+    };
+  }
+
+  async markAccepted(eventIds: string[]): Promise<void> {
+    for (const part of chunks(eventIds)) await this.db.updateTable('events').set({ accepted: 1 }).where('event_id', 'in', part).execute();
+  }
+
+  /** The pending deliveries of events recorded earlier, to hand them to the engine again. */
+  async pendingOf(eventIds: string[]): Promise<{ id: string; eventId: string; installationId: string }[]> {
+    const rows = [];
+    for (const part of chunks(eventIds)) {
+      rows.push(...(await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id']).where('event_id', 'in', part).where('status', '=', 'pending').execute()));
+    }
+    return rows.map((row) => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id }));
+  }
+
+  /** The deliveries of an attempt batch with their bodies and the attempts recorded so far. */
+  async toAttempt(ids: string[]): Promise<Map<string, DeliveryToAttempt>> {
+    const found = new Map<string, DeliveryToAttempt>();
+    for (const part of chunks(ids)) {
+      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'status', 'body']).where('id', 'in', part).execute();
+      for (const row of rows) {
+        found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, status: row.status as DeliveryStatus, body: this.encryption.open(row.body), recorded: new Map() });
+      }
+      const attempts = await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', part).execute();
+      for (const attempt of attempts) found.get(attempt.delivery_id)?.recorded.set(attempt.attempt, attemptOf(attempt));
+    }
+    return found;
+  }
+
+  /** Writes an attempt batch's outcomes, attempts and states together. */
+  async recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<void> {
+    if (outcomes.length === 0) return;
+    await this.db.transaction().execute(async (trx) => {
+      const attempts = outcomes.filter((outcome) => outcome.attempt).map(({ id, attempt }) => this.attemptRow(id, attempt!, run));
+      for (const part of chunks(attempts)) {
+        await trx
+          .insertInto('attempts')
+          .values(part)
+          .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+          .execute();
+      }
+      for (const outcome of outcomes) {
+        const done = outcome.status !== 'pending';
+        await trx
+          .updateTable('deliveries')
+          .set({
+            status: outcome.status,
+            reason: outcome.reason ?? null,
+            updated_at: now,
+            completed_at: done ? now : null,
+            ...(outcome.attempt && { attempts: outcome.attempt.attempt, url: outcome.attempt.url, workflow_id: run.workflowId, run_id: run.runId }),
+          })
+          .where('id', '=', outcome.id)
+          // A finished delivery never changes again, whoever writes late.
+          .where('status', '=', 'pending')
+          .execute();
+      }
+    });
+  }
+
+  private attemptRow(deliveryId: string, attempt: AttemptRecord, run: { workflowId: string; runId: string }) {
+    return {
+      delivery_id: deliveryId,
+      attempt: attempt.attempt,
+      started_at: Date.parse(attempt.startedAt),
+      duration_ms: attempt.durationMs,
+      url: attempt.url,
+      status_code: attempt.statusCode ?? null,
+      error: attempt.error ?? null,
+      error_message: attempt.errorMessage ?? null,
+      response_body: attempt.responseBody ?? null,
+      next_delay_ms: attempt.nextDelayMs ?? null,
+      workflow_id: run.workflowId,
+      run_id: run.runId,
+    };
+  }
+
+  async get(id: string): Promise<Delivery | undefined> {
+    const row = await this.db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) return undefined;
+    const attempts = await this.db.selectFrom('attempts').selectAll().where('delivery_id', '=', id).orderBy('attempt').execute();
+    return { ...this.summaryOf(row), attempts: attempts.map(attemptOf) };
+  }
+
+  /** Newest first, by (created_at, id), each filter served by an index. */
+  async list(filter: DeliveryFilter, pageSize: number, after?: PageCursor): Promise<{ items: DeliverySummary[]; next?: PageCursor }> {
+    if (filter.orgs.length === 0) return { items: [] };
+    let query = this.db.selectFrom('deliveries').selectAll().where('organization_id', 'in', filter.orgs);
+    if (filter.installation) query = query.where('installation_id', '=', filter.installation);
+    if (filter.status) query = query.where('status', '=', filter.status);
+    if (filter.eventId) query = query.where('event_id', '=', filter.eventId);
+    if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
+    if (filter.until !== undefined) query = query.where('created_at', '<=', filter.until);
+    if (after) query = query.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(pageSize + 1).execute();
+    const items = rows.slice(0, pageSize).map((row) => this.summaryOf(row));
+    const last = rows.length > pageSize ? rows[pageSize - 1] : undefined;
+    return { items, next: last && { createdAt: last.created_at, id: last.id } };
+  }
+
+  private summaryOf(row: Selectable<DeliveriesTable>): DeliverySummary {
+    const status = row.status as DeliveryStatus;
+    const workflow: WorkflowLink | undefined = row.workflow_id && row.run_id ? { workflowId: row.workflow_id, runId: row.run_id, url: this.workflowUrl(row.workflow_id, row.run_id) } : undefined;
+    return {
+      id: row.id,
+      eventId: row.event_id,
+      installationId: row.installation_id,
+      organizationId: row.organization_id,
+      eventType: row.event_type,
+      ...(row.url !== null && { url: row.url }),
+      status,
+      createdAt: new Date(row.created_at).toISOString(),
+      ...(row.completed_at !== null && { completedAt: iso(row.completed_at) }),
+      ...(status === 'skipped' && row.reason !== null && { skipReason: row.reason }),
+      ...(status === 'failed' && row.reason !== null && { failureReason: row.reason }),
+      ...(row.replay_of !== null && { replayOf: row.replay_of }),
+      attemptCount: row.attempts,
+      ...(workflow && { workflow }),
+    };
+  }
+
+  /** Deletes what is older than `before`, at most `limit` deliveries at a time; returns how many. */
+  async purge(before: number, limit = 5000): Promise<number> {
+    const old = await this.db.selectFrom('deliveries').select('id').where('created_at', '<', before).limit(limit).execute();
+    const ids = old.map((row) => row.id);
+    await this.db.transaction().execute(async (trx) => {
+      for (const part of chunks(ids)) {
+        await trx.deleteFrom('attempts').where('delivery_id', 'in', part).execute();
+        await trx.deleteFrom('deliveries').where('id', 'in', part).execute();
+      }
+      await trx.deleteFrom('events').where('created_at', '<', before).execute();
+    });
+    return ids.length;
+  }
+}

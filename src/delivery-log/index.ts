@@ -1,0 +1,32 @@
+import { Encryption } from '../encryption';
+import { openLogDatabase } from './database';
+import { DeliveryLog } from './delivery-log';
+import { InstallationIndex } from './installation-index';
+
+export interface DeliveryLogOptions {
+  /** PLATFORM_DATABASE_URL: `postgres://…` or `sqlite:<file>`. */
+  url: string;
+  encryptionKey: string;
+  /** PLATFORM_TEMPORAL_UI_URL: delivery records link to the shard run in it. */
+  temporalUiUrl?: string;
+  namespace: string;
+}
+
+export interface DeliveryLogStores {
+  log: DeliveryLog;
+  installations: InstallationIndex;
+  close(): Promise<void>;
+}
+
+/** The delivery log and the installations' read model, on one database, migrated. */
+export async function openDeliveryLog(options: DeliveryLogOptions): Promise<DeliveryLogStores> {
+  const database = await openLogDatabase(options.url);
+  const encryption = new Encryption(options.encryptionKey);
+  const ui = options.temporalUiUrl?.replace(/\/+$/, '');
+  const workflowUrl = (workflowId: string, runId: string) => (ui ? `${ui}/namespaces/${encodeURIComponent(options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history` : undefined);
+  return {
+    log: new DeliveryLog(database, encryption, workflowUrl),
+    installations: new InstallationIndex(database.db, encryption),
+    close: () => database.close(),
+  };
+}

@@ -1,0 +1,83 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Encryption } from '../encryption';
+import type { InstallationsTable, Schema } from './schema';
+import type { InstallationProjection, InstallationStatus, InstallationSummary, SigningSecret } from './types';
+
+/** What an attempt needs of its installation: where to send, whether to, with which secrets. */
+export interface InstallationTarget extends InstallationSummary {
+  signingSecrets: SigningSecret[];
+}
+
+/**
+ * The installations' read model in the log's database. Each installation workflow writes
+ * its own row before a change answers, so fan-out and attempts, which read it in every
+ * API and worker process, see a change as soon as its caller does; no cache, no query of
+ * a workflow per event. Secrets are sealed at rest.
+ */
+export class InstallationIndex {
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly encryption: Encryption,
+  ) {}
+
+  /** Keeps the newest revision: a late write of an older one changes nothing. */
+  async save(installation: InstallationProjection): Promise<void> {
+    const row = {
+      id: installation.id,
+      organization_id: installation.target.org,
+      integration: installation.integration,
+      space_id: installation.target.space ?? null,
+      site_id: installation.target.site ?? null,
+      status: installation.status,
+      events: JSON.stringify(installation.events),
+      url: installation.url ?? null,
+      secrets: this.encryption.seal(JSON.stringify(installation.signingSecrets)),
+      revision: installation.revision,
+      created_at: Date.parse(installation.createdAt),
+      updated_at: Date.parse(installation.updatedAt),
+    };
+    await this.db
+      .insertInto('installations')
+      .values(row)
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet((eb) => ({
+            status: eb.ref('excluded.status'),
+            events: eb.ref('excluded.events'),
+            url: eb.ref('excluded.url'),
+            secrets: eb.ref('excluded.secrets'),
+            revision: eb.ref('excluded.revision'),
+            updated_at: eb.ref('excluded.updated_at'),
+          }))
+          .where('installations.revision', '<', (eb) => eb.ref('excluded.revision')),
+      )
+      .execute();
+  }
+
+  /** The organizations' installations that are not deleted, oldest first. */
+  async of(orgs: string[], statuses: InstallationStatus[] = ['pending', 'active', 'paused']): Promise<InstallationSummary[]> {
+    if (orgs.length === 0) return [];
+    const rows = await this.db.selectFrom('installations').selectAll().where('organization_id', 'in', orgs).where('status', 'in', statuses).orderBy('created_at').orderBy('id').execute();
+    return rows.map(summaryOf);
+  }
+
+  async targets(ids: string[]): Promise<Map<string, InstallationTarget>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db.selectFrom('installations').selectAll().where('id', 'in', ids).execute();
+    return new Map(rows.map((row) => [row.id, { ...summaryOf(row), signingSecrets: JSON.parse(this.encryption.open(row.secrets)) as SigningSecret[] }]));
+  }
+}
+
+function summaryOf(row: Selectable<InstallationsTable>): InstallationSummary {
+  return {
+    id: row.id,
+    integration: row.integration,
+    target: { org: row.organization_id, ...(row.space_id !== null && { space: row.space_id }), ...(row.site_id !== null && { site: row.site_id }) },
+    status: row.status as InstallationStatus,
+    events: JSON.parse(row.events) as string[],
+    ...(row.url !== null && { url: row.url }),
+    createdAt: new Date(row.created_at).toISOString(),
+    revision: row.revision,
+  };
+}

@@ -1,0 +1,90 @@
+import { Migrator, type Kysely, type Migration } from 'kysely';
+
+/**
+ * The log's schema, in order; never edit a migration that has shipped, add one. Types are
+ * the portable subset: text, integer, bigint (SQLite reads both as INTEGER).
+ */
+const migrations: Record<string, Migration> = {
+  '0001-delivery-log': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('events')
+        .addColumn('event_id', 'text', (c) => c.primaryKey())
+        .addColumn('organization_id', 'text', (c) => c.notNull())
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('delivery_ids', 'text', (c) => c.notNull())
+        .addColumn('accepted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('events_created').on('events').column('created_at').execute();
+
+      await db.schema
+        .createTable('deliveries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('installation_id', 'text', (c) => c.notNull())
+        .addColumn('organization_id', 'text', (c) => c.notNull())
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('url', 'text')
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('reason', 'text')
+        .addColumn('body', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('replay_of', 'text')
+        .addColumn('workflow_id', 'text')
+        .addColumn('run_id', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('completed_at', 'bigint')
+        .execute();
+      // Lists are newest first by (created_at, id), within one installation or organization.
+      await db.schema.createIndex('deliveries_installation').on('deliveries').columns(['installation_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('deliveries_installation_status').on('deliveries').columns(['installation_id', 'status', 'created_at', 'id']).execute();
+      await db.schema.createIndex('deliveries_organization').on('deliveries').columns(['organization_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('deliveries_event').on('deliveries').column('event_id').execute();
+      await db.schema.createIndex('deliveries_created').on('deliveries').column('created_at').execute();
+
+      await db.schema
+        .createTable('attempts')
+        .addColumn('delivery_id', 'text', (c) => c.notNull())
+        .addColumn('attempt', 'integer', (c) => c.notNull())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('duration_ms', 'integer', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('status_code', 'integer')
+        .addColumn('error', 'text')
+        .addColumn('error_message', 'text')
+        .addColumn('response_body', 'text')
+        .addColumn('next_delay_ms', 'integer')
+        .addColumn('workflow_id', 'text', (c) => c.notNull())
+        .addColumn('run_id', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('attempts_pk', ['delivery_id', 'attempt'])
+        .execute();
+
+      await db.schema
+        .createTable('installations')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('organization_id', 'text', (c) => c.notNull())
+        .addColumn('integration', 'text', (c) => c.notNull())
+        .addColumn('space_id', 'text')
+        .addColumn('site_id', 'text')
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('events', 'text', (c) => c.notNull())
+        .addColumn('url', 'text')
+        .addColumn('secrets', 'text', (c) => c.notNull())
+        .addColumn('revision', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('installations_organization').on('installations').columns(['organization_id', 'status']).execute();
+    },
+  },
+};
+
+/** Brings the schema up to date; safe to run from several processes at once (the migrator locks). */
+export async function migrate(db: Kysely<any>): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((result) => result.status === 'Error');
+  if (error || failed) throw new Error(`delivery log migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+}

@@ -1,0 +1,76 @@
+/** The delivery log's tables (one schema for SQLite and PostgreSQL); times are Unix milliseconds. */
+
+export interface EventsTable {
+  event_id: string;
+  organization_id: string;
+  event_type: string;
+  /** JSON array of the delivery ids the first ingest answered. */
+  delivery_ids: string;
+  /** 1 once the engine holds the event's deliveries; a repeat of a 0 sends them again. */
+  accepted: number;
+  created_at: number;
+}
+
+export interface DeliveriesTable {
+  id: string;
+  event_id: string;
+  installation_id: string;
+  organization_id: string;
+  event_type: string;
+  /** The URL of the last attempt (for webhooks). */
+  url: string | null;
+  status: string;
+  /** Why a delivery was skipped or failed without a receiver's answer deciding it. */
+  reason: string | null;
+  /** The exact bytes every attempt sends, sealed with PLATFORM_ENCRYPTION_KEY. */
+  body: string;
+  attempts: number;
+  replay_of: string | null;
+  /** The shard workflow (and its run) that made the last attempt. */
+  workflow_id: string | null;
+  run_id: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export interface AttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  started_at: number;
+  duration_ms: number;
+  url: string;
+  status_code: number | null;
+  error: string | null;
+  error_message: string | null;
+  response_body: string | null;
+  /** The wait chosen before the next attempt; null when none follows. */
+  next_delay_ms: number | null;
+  workflow_id: string;
+  run_id: string;
+}
+
+/** A read model of each installation: fan-out and attempts read it, its workflow writes it. */
+export interface InstallationsTable {
+  id: string;
+  organization_id: string;
+  integration: string;
+  space_id: string | null;
+  site_id: string | null;
+  status: string;
+  /** JSON array of the event types it selected. */
+  events: string;
+  url: string | null;
+  /** JSON of the signing secrets, sealed. */
+  secrets: string;
+  revision: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface Schema {
+  events: EventsTable;
+  deliveries: DeliveriesTable;
+  attempts: AttemptsTable;
+  installations: InstallationsTable;
+}

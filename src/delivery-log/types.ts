@@ -1,0 +1,137 @@
+import type { AttemptResult } from '../webhooks/schedule';
+import type { Target } from '../integrations/webhook';
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'skipped'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** One attempt as recorded: the attempt's result without the Retry-After it carried, plus the wait chosen after it. */
+export type AttemptRecord = Omit<AttemptResult, 'retryAfterMs'> & {
+  attempt: number;
+  /** The wait chosen before the next attempt. */
+  nextDelayMs?: number;
+};
+
+/** The shard workflow run that made a delivery's attempts, with its Temporal UI link. */
+export interface WorkflowLink {
+  workflowId: string;
+  runId: string;
+  url?: string;
+}
+
+export interface DeliverySummary {
+  id: string;
+  eventId: string;
+  installationId: string;
+  organizationId: string;
+  eventType: string;
+  url?: string;
+  status: DeliveryStatus;
+  createdAt: string;
+  completedAt?: string;
+  skipReason?: string;
+  /** Why a delivery failed without a receiver's answer deciding it. */
+  failureReason?: string;
+  replayOf?: string;
+  attemptCount: number;
+  workflow?: WorkflowLink;
+}
+
+export interface Delivery extends DeliverySummary {
+  attempts: AttemptRecord[];
+}
+
+/** A delivery as fan-out plans it, before any attempt. */
+export interface NewDelivery {
+  id: string;
+  eventId: string;
+  installationId: string;
+  organizationId: string;
+  eventType: string;
+  /** The serialized payload; every attempt sends exactly these bytes. */
+  body: string;
+  url?: string;
+  /** Set when fan-out already knows no attempt must be made (a paused installation). */
+  skipReason?: string;
+  replayOf?: string;
+}
+
+export interface NewEvent {
+  eventId: string;
+  organizationId: string;
+  eventType: string;
+  deliveries: NewDelivery[];
+}
+
+/** What the log holds of an event: the first ingest's answer. */
+export interface EventRecord {
+  eventId: string;
+  deliveryIds: string[];
+  /** This call recorded it (otherwise an earlier ingest did). */
+  fresh: boolean;
+  /** The engine holds its deliveries. */
+  accepted: boolean;
+}
+
+export interface SigningSecret {
+  secret: string;
+  createdAt: string;
+  /** Set when rotated out. */
+  expiresAt?: string;
+}
+
+export type InstallationStatus = 'pending' | 'active' | 'paused' | 'deleted';
+
+/** What fan-out, attempts and listings need of an installation. */
+export interface InstallationSummary {
+  id: string;
+  integration: string;
+  target: Target;
+  status: InstallationStatus;
+  /** Event types the installation selected. */
+  events: string[];
+  url?: string;
+  createdAt: string;
+  /** Increases with every change; the read model keeps the newest it has seen. */
+  revision: number;
+}
+
+export interface InstallationProjection extends InstallationSummary {
+  signingSecrets: SigningSecret[];
+  updatedAt: string;
+}
+
+/** One delivery of an attempt batch, as the log knows it. */
+export interface DeliveryToAttempt {
+  id: string;
+  eventId: string;
+  installationId: string;
+  eventType: string;
+  status: DeliveryStatus;
+  body: string;
+  /** Attempts recorded so far, by number: a batch run again after a crash returns these instead of sending again. */
+  recorded: Map<number, AttemptRecord>;
+}
+
+/** What an attempt batch writes for one delivery. */
+export interface DeliveryOutcome {
+  id: string;
+  status: DeliveryStatus;
+  reason?: string;
+  attempt?: AttemptRecord;
+}
+
+export interface DeliveryFilter {
+  orgs: string[];
+  installation?: string;
+  status?: DeliveryStatus;
+  eventId?: string;
+  /** Unix ms, inclusive. */
+  since?: number;
+  until?: number;
+}
+
+/** Where the next page starts: after this (createdAt, id). */
+export interface PageCursor {
+  createdAt: number;
+  id: string;
+}

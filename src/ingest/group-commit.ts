@@ -1,0 +1,35 @@
+/**
+ * Coalesces concurrent submissions into batches, as a database's group commit does: one
+ * flush in flight at a time; whatever arrives meanwhile waits and goes in the next one,
+ * up to `maxItems`. Each submitter gets its own item's result, or the flush's error.
+ */
+export class GroupCommit<Item, Result> {
+  private queue: { item: Item; resolve: (result: Result) => void; reject: (err: unknown) => void }[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly flush: (items: Item[]) => Promise<Result[]>,
+    private readonly maxItems: number,
+  ) {}
+
+  submit(item: Item): Promise<Result> {
+    return new Promise<Result>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.flushing) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.flushing = true;
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, this.maxItems);
+      try {
+        const results = await this.flush(batch.map((entry) => entry.item));
+        batch.forEach((entry, i) => entry.resolve(results[i]!));
+      } catch (err) {
+        batch.forEach((entry) => entry.reject(err));
+      }
+    }
+    this.flushing = false;
+  }
+}

@@ -1,0 +1,70 @@
+import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { InstallationIndex } from '../delivery-log/installation-index';
+import type { NewEvent } from '../delivery-log/types';
+import { newEventId } from '../ids';
+import type { IngestedEvent } from '../webhooks/events';
+import type { ShardItem } from '../workflows/delivery-shard';
+import { planDeliveries } from './fanout';
+import { GroupCommit } from './group-commit';
+import type { ShardClient } from './shard-client';
+
+/** DESIGN.md §4: `202 {eventId, deliveries}`; a repeated eventId answers the first ingest's body. */
+export interface IngestAnswer {
+  eventId: string;
+  deliveries: string[];
+}
+
+/** Events per flush of one shard: one read of installations, one transaction, one update. */
+const FLUSH_EVENTS = 200;
+
+/**
+ * Ingest owned by the engine (DESIGN.md §2). Concurrent events are coalesced per shard;
+ * each flush plans the fan-out from the installations' read model, records events and
+ * deliveries in the log (its key on eventId decides races between repeats), and hands the
+ * new deliveries to the shard workflow. An answer means the engine holds them; an error
+ * means "not known to be accepted", and a retry with the same eventId completes what was
+ * recorded without delivering anything twice.
+ */
+export class IngestService {
+  private readonly commits: GroupCommit<IngestedEvent & { eventId: string }, IngestAnswer>[];
+
+  constructor(
+    private readonly log: DeliveryLog,
+    private readonly installations: InstallationIndex,
+    private readonly shards: ShardClient,
+  ) {
+    this.commits = Array.from({ length: shards.shards }, (_, shard) => new GroupCommit((events) => this.flush(shard, events), FLUSH_EVENTS));
+  }
+
+  ingest(event: IngestedEvent): Promise<IngestAnswer> {
+    const eventId = event.eventId ?? newEventId();
+    return this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId });
+  }
+
+  /** Hands one more delivery of a recorded event (a replay) to its shard. */
+  async enqueue(delivery: ShardItem & { eventId: string }): Promise<void> {
+    await this.shards.enqueue(this.shards.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId }]);
+  }
+
+  private async flush(shard: number, events: (IngestedEvent & { eventId: string })[]): Promise<IngestAnswer[]> {
+    const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
+    const planned = new Map<string, NewEvent>();
+    for (const event of events) {
+      if (planned.has(event.eventId)) continue;
+      planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
+    }
+    const records = await this.log.recordEvents([...planned.values()]);
+    const handOver: ShardItem[] = [];
+    const earlier: string[] = [];
+    for (const record of records.values()) {
+      if (record.accepted) continue;
+      if (record.fresh) handOver.push(...planned.get(record.eventId)!.deliveries.filter((d) => !d.skipReason).map((d) => ({ id: d.id, installationId: d.installationId })));
+      else earlier.push(record.eventId);
+    }
+    // Recorded by an ingest that never heard back from the engine: hand them over again.
+    if (earlier.length) handOver.push(...(await this.log.pendingOf(earlier)).map(({ id, installationId }) => ({ id, installationId })));
+    await this.shards.enqueue(shard, handOver);
+    await this.log.markAccepted([...records.values()].filter((record) => !record.accepted).map((record) => record.eventId));
+    return events.map((event) => ({ eventId: event.eventId, deliveries: records.get(event.eventId)!.deliveryIds }));
+  }
+}

@@ -1,0 +1,169 @@
+import * as wf from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { AttemptBatchResult } from '../activities/attempt-batch';
+import { busy, invalid } from './errors';
+
+/** One delivery handed to a shard: attempts happen in batches, per installation. */
+export interface ShardItem {
+  id: string;
+  installationId: string;
+}
+
+export interface ShardEntry extends ShardItem {
+  /** The attempt to make next, from 1. */
+  attempt: number;
+  /** Workflow time (ms) before which it waits; 0 for at once. */
+  dueAt: number;
+}
+
+export interface ShardInput {
+  shard: number;
+  /** Carried across continue-as-new: waiting and not yet attempted deliveries. */
+  entries?: ShardEntry[];
+}
+
+export const shardWorkflowId = (shard: number): string => `delivery-shard/${shard}`;
+
+/** The shard an event's deliveries go to: FNV-1a of its id, so any API process agrees. */
+export function shardOf(eventId: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < eventId.length; i++) hash = Math.imul(hash ^ eventId.charCodeAt(i), 0x01000193) >>> 0;
+  return hash % shards;
+}
+
+/** Hands deliveries to the shard; answers once they are in its durable state. */
+export const enqueueUpdate = wf.defineUpdate<number, [ShardItem[]]>('enqueue');
+/** Deliveries queued, waiting or in flight, for operators and tests. */
+export const backlogQuery = wf.defineQuery<number>('backlog');
+
+/** Past this many entries the shard refuses more (the API answers 503 Retry-After). */
+export const MAX_BACKLOG = 10_000;
+/** Deliveries per attempt batch (one activity). */
+const BATCH = 100;
+/** The server allows 2,000 updates per run; hand over well before. */
+const UPDATES_PER_RUN = 1000;
+
+const activities = wf.proxyActivities<ReturnType<typeof createActivities>>({
+  // A batch's attempts run concurrently, each bounded at 10 s; the rest is the log's write.
+  startToCloseTimeout: '60 seconds',
+  // A worker that dies mid-batch is noticed within seconds; the batch runs again elsewhere
+  // and skips what it recorded before dying.
+  heartbeatTimeout: '5 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
+});
+const { failDeliveries } = wf.proxyActivities<ReturnType<typeof createActivities>>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/**
+ * A long-lived delivery shard (DESIGN.md §2): the API hands it deliveries in batches
+ * (updates, one in flight per shard from each API process); it attempts them in batches of
+ * one installation each, so a slow receiver holds back only its own deliveries; it waits
+ * out retries on one durable timer for the earliest due; and it continues as new with what
+ * is left when its history grows.
+ */
+export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
+  const { workflowId, runId } = wf.workflowInfo();
+  /** Every id queued, waiting or in flight: a delivery handed over twice is attempted once. */
+  const known = new Set<string>();
+  /** Due now, per installation, in arrival order. */
+  const ready = new Map<string, ShardEntry[]>();
+  /** Retries waiting for their time. */
+  let waiting: ShardEntry[] = [];
+  /** Installations with a batch in flight. */
+  const busyInstallations = new Set<string>();
+  let updates = 0;
+  let changed = false;
+
+  const makeReady = (entry: ShardEntry) => {
+    const list = ready.get(entry.installationId);
+    if (list) list.push(entry);
+    else ready.set(entry.installationId, [entry]);
+  };
+  const add = (entry: ShardEntry) => {
+    known.add(entry.id);
+    if (entry.dueAt > Date.now()) waiting.push(entry);
+    else makeReady(entry);
+    changed = true;
+  };
+  for (const entry of input.entries ?? []) add(entry);
+
+  wf.setHandler(
+    enqueueUpdate,
+    (items) => {
+      updates += 1;
+      let added = 0;
+      for (const item of items) {
+        if (known.has(item.id)) continue;
+        add({ id: item.id, installationId: item.installationId, attempt: 1, dueAt: 0 });
+        added += 1;
+      }
+      return added;
+    },
+    {
+      validator: (items) => {
+        if (!Array.isArray(items) || items.some((item) => typeof item?.id !== 'string' || typeof item?.installationId !== 'string')) throw invalid('enqueue takes [{id, installationId}]');
+        if (known.size + items.length > MAX_BACKLOG) throw busy(`delivery shard ${input.shard} holds ${known.size} deliveries; try again shortly`);
+      },
+    },
+  );
+  wf.setHandler(backlogQuery, () => known.size);
+
+  function settle(entries: ShardEntry[], results: AttemptBatchResult[]): void {
+    const byId = new Map(results.map((result) => [result.id, result]));
+    for (const entry of entries) {
+      const result = byId.get(entry.id);
+      known.delete(entry.id);
+      if (result?.retryInMs !== undefined) add({ ...entry, attempt: entry.attempt + 1, dueAt: Date.now() + result.retryInMs });
+    }
+  }
+
+  async function attempt(installationId: string, entries: ShardEntry[]): Promise<void> {
+    busyInstallations.add(installationId);
+    try {
+      const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt }) => ({ id, attempt })) });
+      settle(entries, results);
+    } catch (err) {
+      // The platform could not attempt them (its retries spent): a final, replayable state.
+      const message = err instanceof wf.ActivityFailure && err.cause ? err.cause.message : String(err);
+      await failDeliveries(entries.map((entry) => entry.id), `platform_error: ${message}`);
+      settle(entries, []);
+    } finally {
+      busyInstallations.delete(installationId);
+      changed = true;
+    }
+  }
+
+  const inFlight = new Set<Promise<void>>();
+  const handOver = () => updates >= UPDATES_PER_RUN || wf.workflowInfo().continueAsNewSuggested;
+  for (;;) {
+    changed = false;
+    const now = Date.now();
+    const due = waiting.filter((entry) => entry.dueAt <= now);
+    if (due.length) {
+      waiting = waiting.filter((entry) => entry.dueAt > now);
+      due.forEach(makeReady);
+    }
+    const draining = handOver();
+    if (!draining) {
+      for (const [installationId, entries] of ready) {
+        if (busyInstallations.has(installationId)) continue;
+        const batch = entries.splice(0, BATCH);
+        if (entries.length === 0) ready.delete(installationId);
+        const running = attempt(installationId, batch);
+        inFlight.add(running);
+        void running.finally(() => inFlight.delete(running));
+      }
+    } else if (inFlight.size === 0) {
+      break;
+    }
+    const nextDue = Math.min(...waiting.map((entry) => entry.dueAt));
+    if (Number.isFinite(nextDue)) await wf.condition(() => changed, Math.max(1, nextDue - Date.now()));
+    else await wf.condition(() => changed);
+  }
+  // No update may be left half handled; what is queued or waiting goes to the next run.
+  await wf.condition(wf.allHandlersFinished);
+  const entries = [...[...ready.values()].flat(), ...waiting];
+  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries });
+}
