@@ -50,9 +50,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
     logLevel: env.LOG_LEVEL || 'info',
     databaseUrl: env.PLATFORM_DATABASE_URL || `sqlite:${path.join(dataDir, 'delivery-log.db')}`,
-    retentionDays: positiveInteger(env, 'PLATFORM_DELIVERY_RETENTION_DAYS', 30),
+    retentionDays: positiveInteger('PLATFORM_DELIVERY_RETENTION_DAYS', env.PLATFORM_DELIVERY_RETENTION_DAYS, 30),
     temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
-    deliveryShards: positiveInteger(env, 'PLATFORM_DELIVERY_SHARDS', 8),
+    deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 8),
   };
 }
 
@@ -76,8 +76,7 @@ export function parseEgressAllow(raw: string): string[] {
     });
 }
 
-function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
+function positiveInteger(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive whole number, got "${raw}"`);
   return Number(raw);
