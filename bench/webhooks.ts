@@ -57,7 +57,7 @@ async function startReceiver(secret: () => string): Promise<Receiver> {
 }
 
 function node(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [path.join(root, 'dist', script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), path.join(root, 'dist', script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
   return child;
 }
 
@@ -121,9 +121,10 @@ async function main(): Promise<void> {
   const address = process.env.TEMPORAL_ADDRESS ?? devServer!.address;
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env = { TEMPORAL_ADDRESS: address, PLATFORM_ENCRYPTION_KEY: encryptionKey, PLATFORM_ADMIN_TOKEN: adminToken, PORT: String(port), PLATFORM_BASE_URL: base, PLATFORM_ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'warn', PLATFORM_TASK_QUEUE: `bench-${randomBytes(3).toString('hex')}` };
-  const worker = node('src/worker.js', env);
-  const apiProcess = node('src/api/main.js', env);
+  const env = { PLATFORM_DATABASE_URL: `sqlite:${path.join(dataDir, 'delivery-log.db')}`, TEMPORAL_ADDRESS: address, PLATFORM_ENCRYPTION_KEY: encryptionKey, PLATFORM_ADMIN_TOKEN: adminToken, PORT: String(port), PLATFORM_BASE_URL: base, PLATFORM_ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'warn', PLATFORM_TASK_QUEUE: `bench-${randomBytes(3).toString('hex')}` };
+  const embedded = process.env.BENCH_MODE === 'embedded';
+  const worker = embedded ? node('src/main.js', { ...env, TEMPORAL_ADDRESS: '', PLATFORM_DATA_DIR: dataDir, PLATFORM_TEMPORAL_PORT: String(await freePort()), PLATFORM_TEMPORAL_UI_PORT: String(await freePort()) }) : node('src/worker.js', env);
+  const apiProcess = embedded ? worker : node('src/api/main.js', env);
   let secret = '';
   const receiver = await startReceiver(() => secret);
   try {

@@ -4,6 +4,8 @@ import type { LogDatabase } from './database';
 import type { AttemptsTable, DeliveriesTable, Schema } from './schema';
 import type { AttemptRecord, Delivery, DeliveryFilter, DeliveryOutcome, DeliveryStatus, DeliverySummary, DeliveryToAttempt, EventRecord, NewDelivery, NewEvent, PageCursor, WorkflowLink } from './types';
 
+type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updated_at' | 'completed_at' | 'attempts' | 'url' | 'workflow_id' | 'run_id'>>;
+
 /** Rows per multi-row statement: well under SQLite's 32,766 bound parameters. */
 const CHUNK = 500;
 
@@ -56,7 +58,7 @@ export class DeliveryLog {
       for (const part of chunks(events)) {
         const inserted = await trx
           .insertInto('events')
-          .values(part.map((event) => ({ event_id: event.eventId, organization_id: event.organizationId, event_type: event.eventType, delivery_ids: JSON.stringify(event.deliveries.map((d) => d.id)), accepted: 0, created_at: now })))
+          .values(part.map((event) => ({ event_id: event.eventId, organization_id: event.organizationId, event_type: event.eventType, delivery_ids: JSON.stringify(event.deliveries.map((d) => d.id)), created_at: now })))
           .onConflict((oc) => oc.column('event_id').doNothing())
           .returning('event_id')
           .execute();
@@ -70,11 +72,11 @@ export class DeliveryLog {
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
       }
-      for (const event of events) if (fresh.has(event.eventId)) records.set(event.eventId, { eventId: event.eventId, deliveryIds: event.deliveries.map((d) => d.id), fresh: true, accepted: false });
+      for (const event of events) if (fresh.has(event.eventId)) records.set(event.eventId, { eventId: event.eventId, deliveryIds: event.deliveries.map((d) => d.id), fresh: true });
       const earlier = events.filter((event) => !fresh.has(event.eventId)).map((event) => event.eventId);
       for (const part of chunks(earlier)) {
-        const rows = await trx.selectFrom('events').select(['event_id', 'delivery_ids', 'accepted']).where('event_id', 'in', part).execute();
-        for (const row of rows) records.set(row.event_id, { eventId: row.event_id, deliveryIds: JSON.parse(row.delivery_ids) as string[], fresh: false, accepted: row.accepted === 1 });
+        const rows = await trx.selectFrom('events').select(['event_id', 'delivery_ids']).where('event_id', 'in', part).execute();
+        for (const row of rows) records.set(row.event_id, { eventId: row.event_id, deliveryIds: JSON.parse(row.delivery_ids) as string[], fresh: false });
       }
     });
     return records;
@@ -114,10 +116,6 @@ export class DeliveryLog {
     };
   }
 
-  async markAccepted(eventIds: string[]): Promise<void> {
-    for (const part of chunks(eventIds)) await this.db.updateTable('events').set({ accepted: 1 }).where('event_id', 'in', part).execute();
-  }
-
   /** The pending deliveries of events recorded earlier, to hand them to the engine again. */
   async pendingOf(eventIds: string[]): Promise<{ id: string; eventId: string; installationId: string }[]> {
     const rows = [];
@@ -153,23 +151,38 @@ export class DeliveryLog {
           .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
           .execute();
       }
+      // One statement per distinct change: a batch of one installation mostly shares one.
+      const groups = new Map<string, { change: DeliveryChange; ids: string[] }>();
       for (const outcome of outcomes) {
-        const done = outcome.status !== 'pending';
-        await trx
-          .updateTable('deliveries')
-          .set({
-            status: outcome.status,
-            reason: outcome.reason ?? null,
-            updated_at: now,
-            completed_at: done ? now : null,
-            ...(outcome.attempt && { attempts: outcome.attempt.attempt, url: outcome.attempt.url, workflow_id: run.workflowId, run_id: run.runId }),
-          })
-          .where('id', '=', outcome.id)
-          // A finished delivery never changes again, whoever writes late.
-          .where('status', '=', 'pending')
-          .execute();
+        const change = this.changeOf(outcome, run, now);
+        const key = JSON.stringify(change);
+        const group = groups.get(key);
+        if (group) group.ids.push(outcome.id);
+        else groups.set(key, { change, ids: [outcome.id] });
+      }
+      for (const { change, ids } of groups.values()) {
+        for (const part of chunks(ids)) {
+          await trx
+            .updateTable('deliveries')
+            .set(change)
+            .where('id', 'in', part)
+            // A finished delivery never changes again, whoever writes late.
+            .where('status', '=', 'pending')
+            .execute();
+        }
       }
     });
+  }
+
+  private changeOf(outcome: DeliveryOutcome, run: { workflowId: string; runId: string }, now: number): DeliveryChange {
+    const done = outcome.status !== 'pending';
+    return {
+      status: outcome.status,
+      reason: outcome.reason ?? null,
+      updated_at: now,
+      completed_at: done ? now : null,
+      ...(outcome.attempt && { attempts: outcome.attempt.attempt, url: outcome.attempt.url, workflow_id: run.workflowId, run_id: run.runId }),
+    };
   }
 
   private attemptRow(deliveryId: string, attempt: AttemptRecord, run: { workflowId: string; runId: string }) {

@@ -13,7 +13,6 @@ const migrations: Record<string, Migration> = {
         .addColumn('organization_id', 'text', (c) => c.notNull())
         .addColumn('event_type', 'text', (c) => c.notNull())
         .addColumn('delivery_ids', 'text', (c) => c.notNull())
-        .addColumn('accepted', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('events_created').on('events').column('created_at').execute();

@@ -6,8 +6,6 @@ export interface EventsTable {
   event_type: string;
   /** JSON array of the delivery ids the first ingest answered. */
   delivery_ids: string;
-  /** 1 once the engine holds the event's deliveries; a repeat of a 0 sends them again. */
-  accepted: number;
   created_at: number;
 }
 

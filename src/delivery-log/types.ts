@@ -68,8 +68,6 @@ export interface EventRecord {
   deliveryIds: string[];
   /** This call recorded it (otherwise an earlier ingest did). */
   fresh: boolean;
-  /** The engine holds its deliveries. */
-  accepted: boolean;
 }
 
 export interface SigningSecret {

@@ -57,14 +57,13 @@ export class IngestService {
     const handOver: ShardItem[] = [];
     const earlier: string[] = [];
     for (const record of records.values()) {
-      if (record.accepted) continue;
       if (record.fresh) handOver.push(...planned.get(record.eventId)!.deliveries.filter((d) => !d.skipReason).map((d) => ({ id: d.id, installationId: d.installationId })));
       else earlier.push(record.eventId);
     }
-    // Recorded by an ingest that never heard back from the engine: hand them over again.
+    // Recorded earlier: what is still pending is handed over again (the engine may never have
+    // had it, if that ingest answered 503); a shard skips ids it holds, a batch skips finished ones.
     if (earlier.length) handOver.push(...(await this.log.pendingOf(earlier)).map(({ id, installationId }) => ({ id, installationId })));
     await this.shards.enqueue(shard, handOver);
-    await this.log.markAccepted([...records.values()].filter((record) => !record.accepted).map((record) => record.eventId));
     return events.map((event) => ({ eventId: event.eventId, deliveries: records.get(event.eventId)!.deliveryIds }));
   }
 }

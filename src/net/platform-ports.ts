@@ -1,7 +1,7 @@
 import { listeningPorts, processTrees } from './procfs';
 
-/** A rescan for a port not seen yet happens at most this often. */
-const RESCAN_MS = 50;
+/** A rescan for a port not seen yet happens at most this often: scans read all of /proc. */
+const RESCAN_MS = 1000;
 
 /**
  * Every TCP port a platform process listens on: ports named up front (the API's, the

@@ -41,7 +41,7 @@ export const MAX_BACKLOG = 10_000;
 /** Deliveries per attempt batch (one activity). */
 const BATCH = 100;
 /** The server allows 2,000 updates per run; hand over well before. */
-const UPDATES_PER_RUN = 1000;
+const UPDATES_PER_RUN = 500;
 
 const activities = wf.proxyActivities<ReturnType<typeof createActivities>>({
   // A batch's attempts run concurrently, each bounded at 10 s; the rest is the log's write.
@@ -119,8 +119,10 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     }
   }
 
+  let inFlight = 0;
   async function attempt(installationId: string, entries: ShardEntry[]): Promise<void> {
     busyInstallations.add(installationId);
+    inFlight += 1;
     try {
       const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt }) => ({ id, attempt })) });
       settle(entries, results);
@@ -131,11 +133,11 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
       settle(entries, []);
     } finally {
       busyInstallations.delete(installationId);
+      inFlight -= 1;
       changed = true;
     }
   }
 
-  const inFlight = new Set<Promise<void>>();
   const handOver = () => updates >= UPDATES_PER_RUN || wf.workflowInfo().continueAsNewSuggested;
   for (;;) {
     changed = false;
@@ -151,11 +153,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
         if (busyInstallations.has(installationId)) continue;
         const batch = entries.splice(0, BATCH);
         if (entries.length === 0) ready.delete(installationId);
-        const running = attempt(installationId, batch);
-        inFlight.add(running);
-        void running.finally(() => inFlight.delete(running));
+        void attempt(installationId, batch);
       }
-    } else if (inFlight.size === 0) {
+    } else if (inFlight === 0) {
       break;
     }
     const nextDue = Math.min(...waiting.map((entry) => entry.dueAt));
