@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { ENGINE_DEADLINE_MS } from '../ingest/shard-client';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../workflows/directory';
 
 /**
@@ -10,11 +11,16 @@ export class KnownOrganizations {
 
   constructor(private readonly client: Client) {}
 
+  /** Asks the directory with ingest's deadline: an engine that does not answer is unavailable. */
   async exists(id: string): Promise<boolean> {
     if (this.known.has(id)) return true;
-    const org = await this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, id);
+    const org = await this.client.withDeadline(Date.now() + ENGINE_DEADLINE_MS, () => this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, id));
     if (org?.id !== id) return false;
-    this.known.add(id);
+    this.remember(id);
     return true;
+  }
+
+  remember(id: string): void {
+    this.known.add(id);
   }
 }

@@ -80,10 +80,18 @@ const migrations: Record<string, Migration> = {
   },
 };
 
-/** Brings the schema up to date; safe to run from several processes at once (the migrator locks). */
-export async function migrate(db: Kysely<any>): Promise<void> {
+/**
+ * Brings the schema up to date; safe to run from several processes at once. PostgreSQL's
+ * migrator takes a lock; SQLite's has none, so a start that loses the race (its CREATE
+ * finds the table) tries again once the winner has recorded the migration.
+ */
+export async function migrate(db: Kysely<any>, tries = 5): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((result) => result.status === 'Error');
-  if (error || failed) throw new Error(`delivery log migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((result) => result.status === 'Error');
+    if (!error && !failed) return;
+    if (attempt >= tries) throw new Error(`delivery log migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+  }
 }

@@ -5,7 +5,7 @@ import type { RouteTable } from '../route-table';
 import { orgSchema, userSchema } from '../schemas';
 
 /** Organizations and users are created by the platform administrator (DESIGN.md §4). */
-export function tenancyRoutes(routes: RouteTable, { client }: ApiDeps): void {
+export function tenancyRoutes(routes: RouteTable, { client, organizations }: ApiDeps): void {
   const directory = () => client.workflow.getHandle(DIRECTORY_WORKFLOW_ID);
 
   routes.add<Omit<Org, 'createdAt'>>(
@@ -17,7 +17,11 @@ export function tenancyRoutes(routes: RouteTable, { client }: ApiDeps): void {
       body: orgSchema,
       responses: { 201: { description: 'The organization', schema: orgSchema }, 409: { description: 'Id or subdomain taken' } },
     },
-    async ({ body }) => ({ status: 201, body: await directory().executeUpdate(createOrgUpdate, { args: [body] }) }),
+    async ({ body }) => {
+      const org = await directory().executeUpdate(createOrgUpdate, { args: [body] });
+      organizations.remember(org.id);
+      return { status: 201, body: org };
+    },
   );
 
   routes.add<{ id: string; orgs: string[] }>(

@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
+import type { NewDelivery, NewEvent } from '../src/delivery-log/types';
+import { testDatabaseUrl } from './support/settings';
+
+const run = { workflowId: 'delivery-shard/0', runId: 'run-1' };
+
+function event(eventId: string, installations: string[], org = 'org-a'): NewEvent {
+  return {
+    eventId,
+    organizationId: org,
+    eventType: 'space_content_updated',
+    deliveries: installations.map((installationId): NewDelivery => ({ id: `${eventId}:${installationId}`, eventId, installationId, organizationId: org, eventType: 'space_content_updated', body: `{"eventId":"${eventId}","secret-ish":"203.0.113.7"}`, url: 'https://example.com/hook' })),
+  };
+}
+
+/** The same behaviour on both databases the log runs on. */
+for (const kind of ['sqlite', 'postgres'] as const) {
+  describe(`the delivery log on ${kind}`, function () {
+    let stores: DeliveryLogStores;
+
+    before(async function () {
+      stores = await openDeliveryLog({ url: await testDatabaseUrl(kind, `log_${kind}`), encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', temporalUiUrl: 'http://ui.example' });
+    });
+    after(() => stores?.close());
+
+    it('keeps the first answer for an eventId: concurrent repeats race on the key, exactly one wins', async function () {
+      const attempts = await Promise.all(Array.from({ length: 8 }, (_, i) => stores.log.recordEvents([event('evt_race', [`ins_${i}`])])));
+      const records = attempts.map((records) => records.get('evt_race')!);
+      assert.equal(records.filter((record) => record.fresh).length, 1);
+      const winner = records.find((record) => record.fresh)!;
+      for (const record of records) assert.deepEqual(record.deliveryIds, winner.deliveryIds);
+      const stored = await stores.log.db.selectFrom('deliveries').select('id').where('event_id', '=', 'evt_race').execute();
+      assert.deepEqual(stored.map((row) => row.id), winner.deliveryIds);
+    });
+
+    it('records an event that fans out to nobody, so its repeat answers the same', async function () {
+      assert.equal((await stores.log.recordEvents([event('evt_nobody', [])])).get('evt_nobody')!.fresh, true);
+      assert.deepEqual((await stores.log.recordEvents([event('evt_nobody', ['ins_late'])])).get('evt_nobody'), { eventId: 'evt_nobody', deliveryIds: [], fresh: false });
+    });
+
+    it('seals payload bodies at rest and opens them for attempts', async function () {
+      await stores.log.recordEvents([event('evt_sealed', ['ins_1'])]);
+      const raw = await stores.log.db.selectFrom('deliveries').select('body').where('id', '=', 'evt_sealed:ins_1').executeTakeFirstOrThrow();
+      assert.ok(!raw.body.includes('203.0.113.7') && !raw.body.includes('evt_sealed'));
+      assert.equal((await stores.log.toAttempt(['evt_sealed:ins_1'])).get('evt_sealed:ins_1')!.body, '{"eventId":"evt_sealed","secret-ish":"203.0.113.7"}');
+    });
+
+    it('records attempts once per number, and a finished delivery never changes again', async function () {
+      await stores.log.recordEvents([event('evt_done', ['ins_1'])]);
+      const first = { attempt: 1, startedAt: new Date().toISOString(), durationMs: 12, url: 'https://example.com/hook', statusCode: 503, nextDelayMs: 1042 };
+      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'pending', attempt: first }], run);
+      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'pending', attempt: { ...first, statusCode: 500 } }], run);
+      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'delivered', attempt: { ...first, attempt: 2, statusCode: 200, nextDelayMs: undefined } }], run);
+      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'failed', reason: 'late writer' }], run);
+      const delivery = (await stores.log.get('evt_done:ins_1'))!;
+      assert.equal(delivery.status, 'delivered');
+      assert.deepEqual(delivery.attempts.map((a) => [a.attempt, a.statusCode, a.nextDelayMs]), [[1, 503, 1042], [2, 200, undefined]]);
+      assert.deepEqual(delivery.workflow, { ...run, url: 'http://ui.example/namespaces/test/workflows/delivery-shard%2F0/run-1/history' });
+      assert.equal(delivery.attemptCount, 2);
+    });
+
+    it('lists newest first with stable cursors across equal times, and filters', async function () {
+      const now = Date.now() - 60_000;
+      await stores.log.recordEvents(Array.from({ length: 7 }, (_, i) => event(`evt_list_${i}`, ['ins_list'], 'org-list')), now);
+      await stores.log.recordEvents([event('evt_list_new', ['ins_list', 'ins_other'], 'org-list')], now + 1000);
+      const seen: string[] = [];
+      let after;
+      do {
+        const page = await stores.log.list({ orgs: ['org-list'], installation: 'ins_list' }, 3, after);
+        seen.push(...page.items.map((item) => item.id));
+        after = page.next;
+      } while (after);
+      assert.equal(seen.length, 8);
+      assert.equal(new Set(seen).size, 8);
+      assert.equal(seen[0], 'evt_list_new:ins_list');
+      assert.deepEqual((await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 10)).items.map((i) => i.id).sort(), ['evt_list_new:ins_list', 'evt_list_new:ins_other']);
+      assert.equal((await stores.log.list({ orgs: ['org-list'], since: now + 500 }, 10)).items.length, 2);
+      assert.equal((await stores.log.list({ orgs: ['org-list'], status: 'delivered' }, 10)).items.length, 0);
+      assert.deepEqual((await stores.log.list({ orgs: ['org-elsewhere'] }, 10)).items, []);
+    });
+
+    it('serves lists by installation and by organization from indexes, not table scans', async function () {
+      const plans = kind === 'sqlite'
+        ? [
+            (await sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT * FROM deliveries WHERE organization_id IN ('a') AND installation_id = 'x' AND status = 'failed' ORDER BY created_at DESC, id DESC LIMIT 51`.execute(stores.log.db)).rows.map((r) => r.detail).join(' '),
+            (await sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT * FROM deliveries WHERE organization_id IN ('a') ORDER BY created_at DESC, id DESC LIMIT 51`.execute(stores.log.db)).rows.map((r) => r.detail).join(' '),
+          ]
+        : await Promise.all(
+            [`installation_id = 'x' AND status = 'failed'`, `organization_id IN ('a')`].map(async (where) => {
+              await sql`SET enable_seqscan = off`.execute(stores.log.db);
+              const rows = (await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT * FROM deliveries WHERE ${sql.raw(where)} ORDER BY created_at DESC, id DESC LIMIT 51`.execute(stores.log.db)).rows;
+              return rows.map((r) => r['QUERY PLAN']).join(' ');
+            }),
+          );
+      for (const plan of plans) {
+        assert.match(plan, /deliveries_(installation|organization)/, plan);
+        assert.doesNotMatch(plan, /SCAN deliveries(?! USING)|Seq Scan/, plan);
+      }
+    });
+
+    it('keeps the newest revision of an installation and seals its secrets', async function () {
+      const base = { id: 'ins_rev', integration: 'webhook', target: { org: 'org-rev', space: 's1' }, status: 'active' as const, events: ['space_content_updated'], url: 'https://a.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), signingSecrets: [{ secret: 'whsec_top_secret', createdAt: new Date().toISOString() }] };
+      await stores.installations.save({ ...base, revision: 2, url: 'https://new.example/' });
+      await stores.installations.save({ ...base, revision: 1, url: 'https://old.example/', status: 'paused' });
+      const [found] = await stores.installations.of(['org-rev']);
+      assert.equal(found!.url, 'https://new.example/');
+      assert.equal(found!.status, 'active');
+      const raw = await stores.log.db.selectFrom('installations').select('secrets').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
+      assert.ok(!raw.secrets.includes('top_secret'));
+      assert.equal((await stores.installations.targets(['ins_rev'])).get('ins_rev')!.signingSecrets[0]!.secret, 'whsec_top_secret');
+    });
+
+    it('purges what is older than the retention, in bounded steps, and keeps the rest', async function () {
+      const old = Date.now() - 40 * 86_400_000;
+      await stores.log.recordEvents([event('evt_old_1', ['ins_p']), event('evt_old_2', ['ins_p'])], old);
+      await stores.log.recordOutcomes([{ id: 'evt_old_1:ins_p', status: 'delivered', attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 200 } }], run);
+      await stores.log.recordEvents([event('evt_recent', ['ins_p'])]);
+      const before = Date.now() - 30 * 86_400_000;
+      assert.equal(await stores.log.purge(before, 1), 1);
+      assert.equal(await stores.log.purge(before, 1), 1);
+      assert.equal(await stores.log.purge(before, 1), 0);
+      assert.equal(await stores.log.get('evt_old_1:ins_p'), undefined);
+      assert.equal((await stores.log.db.selectFrom('attempts').select('delivery_id').where('delivery_id', '=', 'evt_old_1:ins_p').execute()).length, 0);
+      assert.ok(await stores.log.get('evt_recent:ins_p'));
+      assert.equal((await stores.log.recordEvents([event('evt_old_2', [])])).get('evt_old_2')!.fresh, true, 'the dedupe record went with it');
+    });
+
+    it('migrates at every start without harm, from several processes at once', async function () {
+      const url = await testDatabaseUrl(kind, `migrate_${kind}`);
+      const opened = await Promise.all([1, 2, 3].map(() => openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' })));
+      await Promise.all(opened.map((store) => store.close()));
+      const again = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+      assert.deepEqual((await again.log.list({ orgs: ['x'] }, 1)).items, []);
+      await again.close();
+    });
+  });
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { openDeliveryLog } from '../src/delivery-log';
+import { createLogger } from '../src/logger';
+import { webhookGuard } from '../src/net/guards';
+import { createWorker } from '../src/worker';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+import { testPlatformPorts, testSettings } from './support/settings';
+
+describe('ingest while the engine does not answer', function () {
+  this.timeout(90_000);
+  // The test runs the worker itself, and stops it: then nothing takes the shard's update.
+  const platform = new TestPlatform(__filename, { worker: false });
+  const receiver = new ScriptedReceiver();
+
+  before(async () => Promise.all([platform.start(), receiver.start()]));
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  it('answers 503 with Retry-After within 2 s; the retry with the same eventId, once a worker is back, delivers once', async function () {
+    const { address, bundle, encryptionKey } = testSettings();
+    const logger = createLogger('warn');
+    const stores = await openDeliveryLog({ url: platform.databaseUrl, encryptionKey, namespace: platform.namespace });
+    const makeWorker = () =>
+      createWorker({ address, namespace: platform.namespace, taskQueue: platform.taskQueue, encryptionKey, workflowBundle: { code: readFileSync(bundle, 'utf8') }, log: stores.log, installations: stores.installations, webhookGuard: webhookGuard(true, testPlatformPorts()), retentionDays: 30, logger });
+    // Installing needs the engine: a worker for that, then none.
+    let worker = await makeWorker();
+    let running = worker.run();
+    const tenant = await platform.tenant();
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'down' }, receiver.url, { space_content_updated: true });
+    worker.shutdown();
+    await running;
+
+    const event = { ...spaceEvent(tenant.org, 'down'), eventId: `evt_down_${Date.now()}` };
+    const started = Date.now();
+    const refused = await platform.admin('POST', '/v1/events', event);
+    const elapsed = Date.now() - started;
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.equal(refused.body.error, 'unavailable');
+    assert.ok(elapsed < 3000, `answered after ${elapsed} ms`);
+    // Another API process has never seen the organization: asking the directory is bounded too.
+    const fresh = await new TestPlatform(__filename, { worker: false, adminToken: platform.adminToken, databaseUrl: platform.databaseUrl }).start();
+    try {
+      const askedAt = Date.now();
+      assert.equal((await fresh.admin('POST', '/v1/events', event)).status, 503);
+      assert.ok(Date.now() - askedAt < 3000, `answered after ${Date.now() - askedAt} ms`);
+    } finally {
+      await fresh.stop();
+    }
+
+    worker = await makeWorker();
+    running = worker.run();
+    try {
+      const accepted = await platform.admin('POST', '/v1/events', event);
+      assert.equal(accepted.status, 202);
+      const delivery = await platform.finalDelivery(accepted.body.deliveries[0], tenant.token);
+      assert.equal(delivery.status, 'delivered');
+      await waitFor(async () => (receiver.requests.length >= 1 ? true : undefined), 10_000, 'the delivery');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === event.eventId).length, 1);
+    } finally {
+      worker.shutdown();
+      await running;
+      await stores.close();
+    }
+  });
+});

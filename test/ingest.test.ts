@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { verifySignature } from '../src/webhooks/signature';
+import { TestPlatform, spaceEvent } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+describe('ingest owned by the engine', function () {
+  this.timeout(90_000);
+  const platform = new TestPlatform(__filename);
+  // A second API process of the same deployment: its own client, same task queue and log.
+  let second: TestPlatform;
+  const receiver = new ScriptedReceiver();
+  let tenant: { org: string; token: string };
+
+  before(async function () {
+    await Promise.all([platform.start(), receiver.start()]);
+    second = await new TestPlatform(__filename, { worker: false, adminToken: platform.adminToken, databaseUrl: platform.databaseUrl }).start();
+    tenant = await platform.tenant();
+  });
+  after(async () => Promise.all([platform.stop(), second?.stop(), receiver.stop()]));
+
+  const arrivals = (eventId: string) => receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId);
+
+  it('a delivery id from a 202 answers GET /v1/deliveries/:id at once, at least as pending', async function () {
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'now' }, receiver.url, { space_content_updated: true });
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'now'));
+    const read = await second.http('GET', `/v1/deliveries/${encodeURIComponent(ingest.body.deliveries[0])}`, { token: tenant.token });
+    assert.equal(read.status, 200);
+    assert.ok(['pending', 'delivered'].includes(read.body.status), read.body.status);
+  });
+
+  it('concurrent repeats of one eventId, through two API processes, answer one body and deliver once', async function () {
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'repeat' }, receiver.url, { space_content_updated: true });
+    const event = { ...spaceEvent(tenant.org, 'repeat'), eventId: `evt_repeat_${Date.now()}` };
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? second : platform).admin('POST', '/v1/events', event)));
+    assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([202]));
+    for (const answer of answers) assert.deepEqual(answer.body, answers[0]!.body);
+    await platform.finalDelivery(answers[0]!.body.deliveries[0], tenant.token);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(arrivals(event.eventId).length, 1);
+  });
+
+  it('an event for nobody is recorded too: its repeat answers the same, even after an installation appears', async function () {
+    const event = spaceEvent(tenant.org, 'nobody', { eventId: `evt_nobody_${Date.now()}` });
+    const first = await platform.admin('POST', '/v1/events', event);
+    assert.deepEqual(first.body.deliveries, []);
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'nobody' }, receiver.url, { space_content_updated: true });
+    assert.deepEqual((await second.admin('POST', '/v1/events', event)).body, first.body);
+  });
+
+  describe('changes made through one API process are seen by the next event through the other', function () {
+    it('a new installation, a pause, a URL change and a rotation', async function () {
+      const other = await new ScriptedReceiver().start();
+      try {
+        const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sides' }, receiver.url, { space_content_updated: true });
+        // New installation (made through the first) -> fan-out through the second.
+        const created = await second.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sides'));
+        assert.deepEqual(created.body.deliveries, [`${created.body.eventId}:${hook.id}`]);
+
+        // Pause through the second -> the first's next event records it skipped.
+        assert.equal((await second.http('POST', `/v1/installations/${hook.id}/pause`, { token: tenant.token })).status, 200);
+        const paused = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sides'));
+        assert.equal((await platform.finalDelivery(paused.body.deliveries[0], tenant.token)).status, 'skipped');
+        await second.http('POST', `/v1/installations/${hook.id}/resume`, { token: tenant.token });
+
+        // URL change through the first -> the second's next event goes to the new URL.
+        await platform.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: tenant.token, body: { webhook_url: other.url } });
+        const moved = await second.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sides'));
+        const delivered = await platform.finalDelivery(moved.body.deliveries[0], tenant.token);
+        assert.equal(delivered.url, other.url);
+        assert.equal(other.requests.length, 1);
+
+        // Rotation through the second -> the next attempt carries the new secret first.
+        const rotated = await second.http('POST', `/v1/installations/${hook.id}/signing-secret/rotate`, { token: tenant.token });
+        const signed = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sides'));
+        await platform.finalDelivery(signed.body.deliveries[0], tenant.token);
+        const last = other.requests.at(-1)!;
+        assert.equal(verifySignature(last.headers['x-platform-signature'] as string, last.body, [rotated.body.secret]).valid, true);
+      } finally {
+        await other.stop();
+      }
+    });
+  });
+
+  describe('POST /v1/events/batch', function () {
+    it('answers one result per event, in order: ids, or that event’s own error', async function () {
+      await platform.webhook(tenant.token, { org: tenant.org, space: 'batch' }, receiver.url, { space_content_updated: true });
+      const events = [spaceEvent(tenant.org, 'batch'), { type: 'space_content_updated', organizationId: tenant.org }, spaceEvent('no-such-org', 'batch'), spaceEvent(tenant.org, 'batch')];
+      const answer = await platform.admin('POST', '/v1/events/batch', { events });
+      assert.equal(answer.status, 202);
+      const [a, bad, unknown, b] = answer.body.results;
+      assert.equal(a.deliveries.length, 1);
+      assert.equal(b.deliveries.length, 1);
+      assert.equal(bad.error, 'invalid_request');
+      assert.deepEqual(bad.details.map((d: any) => d.field).sort(), ['revisionId', 'spaceId']);
+      assert.equal(unknown.error, 'not_found');
+      await Promise.all([a, b].map((result) => platform.finalDelivery(result.deliveries[0], tenant.token)));
+    });
+
+    it(`takes at most 500 events`, async function () {
+      const answer = await platform.admin('POST', '/v1/events/batch', { events: Array.from({ length: 501 }, () => spaceEvent(tenant.org, 'batch')) });
+      assert.equal(answer.status, 400);
+      assert.deepEqual(answer.body.details.map((d: any) => d.field), ['events']);
+    });
+  });
+
+  it('a receiver that hangs 10 s holds back only its own deliveries', async function () {
+    const hanging = await new ScriptedReceiver(() => ({ status: 200, delayMs: 10_000 })).start();
+    try {
+      const slow = await platform.webhook(tenant.token, { org: tenant.org, space: 'slow' }, hanging.url, { space_content_updated: true });
+      const fast = await platform.webhook(tenant.token, { org: tenant.org, space: 'slow' }, receiver.url, { space_content_updated: true });
+      const started = Date.now();
+      const answers = [];
+      for (let i = 0; i < 5; i++) answers.push(await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'slow')));
+      const fastIds = answers.map((answer) => answer.body.deliveries.find((id: string) => id.endsWith(fast.id)));
+      const finals = await Promise.all(fastIds.map((id) => platform.finalDelivery(id, tenant.token)));
+      assert.deepEqual(finals.map((d) => d.status), Array(5).fill('delivered'));
+      assert.ok(Date.now() - started < 5000, `the other installation's events took ${Date.now() - started} ms`);
+      const slowOne = await platform.http('GET', `/v1/deliveries/${encodeURIComponent(answers[0]!.body.deliveries.find((id: string) => id.endsWith(slow.id)))}`, { token: tenant.token });
+      assert.equal(slowOne.body.status, 'pending');
+    } finally {
+      await hanging.stop();
+    }
+  });
+});

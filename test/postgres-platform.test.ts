@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { TestPlatform, spaceEvent } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+describe('the platform on PostgreSQL', function () {
+  this.timeout(60_000);
+  const platform = new TestPlatform(__filename, { database: 'postgres' });
+  const receiver = new ScriptedReceiver((n) => (n === 0 ? { status: 503 } : { status: 200 }));
+
+  before(async () => Promise.all([platform.start(), receiver.start()]));
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  it('ingests, retries, delivers, lists and replays with the log in PostgreSQL', async function () {
+    assert.match(platform.databaseUrl, /^postgres:\/\//);
+    const tenant = await platform.tenant();
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'pg' }, receiver.url, { space_content_updated: true });
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'pg'));
+    const delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
+    assert.equal(delivery.status, 'delivered');
+    assert.deepEqual(delivery.attempts.map((a: any) => a.statusCode), [503, 200]);
+    const listed = await platform.http('GET', `/v1/deliveries?installation=${hook.id}`, { token: tenant.token });
+    assert.deepEqual(listed.body.items.map((d: any) => d.id), [delivery.id]);
+    const replay = await platform.http('POST', `/v1/deliveries/${encodeURIComponent(delivery.id)}/replay`, { token: tenant.token });
+    assert.equal((await platform.finalDelivery(replay.body.id, tenant.token)).status, 'delivered');
+  });
+});
