@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
+import { freePort } from '../src/temporal/dev-server';
+import { namespaceFor } from './support/namespaces';
+import { waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+import { testDatabaseUrl, testSettings } from './support/settings';
+
+const EVENTS = 5000;
+const CONCURRENCY = 32;
+
+/** The real entry points (`node dist/src/api/main.js`, `node dist/src/worker.js`), as an operator runs them. */
+function entryPoint(script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [path.join(__dirname, '..', 'src', script)], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'ignore'] });
+}
+
+/**
+ * Crash safety (delivery at scale): SIGKILL of the worker and of the API in the middle of
+ * 5,000 events to a receiver that answers 503 to 30% of requests, with a client that sends
+ * eventIds and retries whatever was not answered 202.
+ */
+describe('crash safety: SIGKILL of the worker and of the API under load', function () {
+  this.timeout(300_000);
+  const namespace = namespaceFor(__filename);
+  // 30% of requests answer 503, decided by the request count so that the run is repeatable.
+  const receiver = new ScriptedReceiver((n) => (n % 10 < 3 ? { status: 503 } : { status: 200 }));
+  const processes: { api?: ChildProcess; worker?: ChildProcess } = {};
+  let stores: DeliveryLogStores;
+  let base = '';
+  let env: NodeJS.ProcessEnv;
+  const accepted = new Map<string, string[]>();
+  const stats = { requests: 0, unanswered: 0, refused503: 0, workerKills: 0, apiKills: 0 };
+
+  async function startApi(): Promise<void> {
+    processes.api = entryPoint('api/main.js', env);
+    await waitFor(async () => ((await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) ? true : undefined), 60_000, 'the API', 100);
+  }
+  const startWorker = () => (processes.worker = entryPoint('worker.js', env));
+
+  async function admin(method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const response = await fetch(`${base}${route}`, { method, headers: { authorization: `Bearer ${env.PLATFORM_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: response.status, body: await response.json() };
+  }
+
+  before(async function () {
+    const { address, encryptionKey } = testSettings();
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const databaseUrl = await testDatabaseUrl('sqlite', 'crash');
+    env = {
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: namespace,
+      PLATFORM_TASK_QUEUE: namespace,
+      PLATFORM_ENCRYPTION_KEY: encryptionKey,
+      PLATFORM_ADMIN_TOKEN: `adm_${randomBytes(16).toString('hex')}`,
+      PLATFORM_DATABASE_URL: databaseUrl,
+      PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
+      PORT: String(port),
+      PLATFORM_BASE_URL: base,
+      LOG_LEVEL: 'error',
+    };
+    await receiver.start();
+    startWorker();
+    await startApi();
+    stores = await openDeliveryLog({ url: databaseUrl, encryptionKey, namespace });
+
+    const org = `crash-${randomBytes(3).toString('hex')}`;
+    assert.equal((await admin('POST', '/v1/orgs', { id: org, subdomain: org, title: 'Crash' })).status, 201);
+    const user = await admin('POST', '/v1/users', { id: `${org}-u`, orgs: [org] });
+    const installed = await fetch(`${base}/v1/integrations/webhook/installations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.body.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ target: { org, space: 'crash' }, configuration: { webhook_url: receiver.url, space_content_updated: true } }),
+    });
+    assert.equal(installed.status, 201);
+
+    let next = 0;
+    const send = async (i: number) => {
+      const event = { type: 'space_content_updated', organizationId: org, spaceId: 'crash', revisionId: `r${i}`, eventId: `evt_crash_${org}_${i}` };
+      // Retried until answered 202: a refused connection, a reset or a 503 means "not known to be accepted".
+      for (;;) {
+        stats.requests += 1;
+        const answer = await admin('POST', '/v1/events', event).catch(() => undefined);
+        if (answer?.status === 202) {
+          accepted.set(event.eventId, answer.body.deliveries);
+          return;
+        }
+        if (answer?.status === 503) stats.refused503 += 1;
+        else stats.unanswered += 1;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+    const chaos = (async () => {
+      await waitFor(async () => (accepted.size >= EVENTS * 0.3 ? true : undefined), 120_000, 'a third of the events', 20);
+      processes.worker!.kill('SIGKILL');
+      stats.workerKills += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      startWorker();
+      await waitFor(async () => (accepted.size >= EVENTS * 0.6 ? true : undefined), 120_000, 'two thirds of the events', 20);
+      processes.api!.kill('SIGKILL');
+      stats.apiKills += 1;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await startApi();
+    })();
+    await Promise.all([...Array.from({ length: CONCURRENCY }, async () => {
+      while (next < EVENTS) await send(next++);
+    }), chaos]);
+    await waitFor(async () => {
+      const pending = await stores.log.db.selectFrom('deliveries').select(({ fn }) => fn.countAll<number>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+      return Number(pending.n) === 0 ? true : undefined;
+    }, 180_000, 'every delivery to finish', 500);
+  });
+  after(async () => {
+    processes.api?.kill('SIGKILL');
+    processes.worker?.kill('SIGKILL');
+    await Promise.all([receiver.stop(), stores?.close()]);
+  });
+
+  it('accepts every event once the client has retried, and none is lost: each ends delivered or failed and recorded', async function () {
+    assert.equal(stats.workerKills, 1);
+    assert.equal(stats.apiKills, 1);
+    assert.equal(accepted.size, EVENTS);
+    const ids = [...accepted.values()].flat();
+    assert.equal(ids.length, EVENTS, 'one delivery per event');
+    const rows = await stores.log.db.selectFrom('deliveries').select(['id', 'event_id', 'status', 'attempts']).execute();
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const statuses: Record<string, number> = {};
+    for (const id of ids) {
+      const row = byId.get(id);
+      assert.ok(row, `${id} is not in the log`);
+      statuses[row.status] = (statuses[row.status] ?? 0) + 1;
+      if (row.status === 'failed') assert.equal(row.attempts, 4, `${id} failed after ${row.attempts} attempts`);
+    }
+    assert.equal((statuses.delivered ?? 0) + (statuses.failed ?? 0), EVENTS, JSON.stringify(statuses));
+
+    const okByEvent = new Map<string, number>();
+    let receiver503 = 0;
+    receiver.requests.forEach((request, n) => {
+      if (n % 10 < 3) receiver503 += 1;
+      else okByEvent.set(JSON.parse(request.body).eventId, (okByEvent.get(JSON.parse(request.body).eventId) ?? 0) + 1);
+    });
+    for (const row of rows.filter((r) => r.status === 'delivered')) assert.ok(okByEvent.has(row.event_id), `${row.event_id} is delivered in the log but the receiver never answered it 200`);
+    const duplicates = [...okByEvent.values()].reduce((sum, count) => sum + count - 1, 0);
+    process.stdout.write(
+      `      crash run: ${EVENTS} events, ${stats.requests} ingest requests (${stats.refused503} answered 503, ${stats.unanswered} unanswered), ` +
+        `${statuses.delivered} delivered, ${statuses.failed ?? 0} failed after 4 attempts, ${receiver.requests.length} POSTs (${receiver503} answered 503), ` +
+        `${duplicates} duplicate 200s (${((duplicates / EVENTS) * 100).toFixed(2)}%)\n`,
+    );
+  });
+});
