@@ -28,6 +28,9 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     activities: createActivities(options),
     // Attempt batches wait on receivers: many may be in flight at once.
     maxConcurrentActivityTaskExecutions: 200,
+    // A shard whose worker died waits this long for it before another worker takes over
+    // (10 s by default): the bench's worker SIGKILL measured deliveries back after 7-11 s.
+    stickyQueueScheduleToStartTimeout: '2 seconds',
   });
 }
 

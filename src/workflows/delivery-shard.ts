@@ -41,7 +41,7 @@ export const MAX_BACKLOG = 10_000;
 /** Deliveries per attempt batch (one activity). */
 const BATCH = 100;
 /** The server allows 2,000 updates per run; hand over well before. */
-const UPDATES_PER_RUN = 500;
+const UPDATES_PER_RUN = 1500;
 
 const activities = wf.proxyActivities<ReturnType<typeof createActivities>>({
   // A batch's attempts run concurrently, each bounded at 10 s; the rest is the log's write.
@@ -71,7 +71,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const ready = new Map<string, ShardEntry[]>();
   /** Retries waiting for their time. */
   let waiting: ShardEntry[] = [];
-  /** Installations with a batch in flight. */
+  /** Installations with a batch in flight: one each, so a slow receiver holds one slot. */
   const busyInstallations = new Set<string>();
   let updates = 0;
   let changed = false;

@@ -1,0 +1,67 @@
+import http from 'node:http';
+import { signatureHeader } from '../src/webhooks/signature';
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 10) / 10;
+}
+
+/** Runs `task(i)` for i in [0, n) with at most `concurrency` at once. */
+export async function closedLoop(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+/** Starts `task(i)` at a steady `ratePerS` for `seconds`, whatever the answers take. */
+export async function openLoop(ratePerS: number, seconds: number, task: (i: number) => Promise<void>): Promise<void> {
+  const total = Math.round(ratePerS * seconds);
+  const started = performance.now();
+  const running: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / ratePerS;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    running.push(task(i));
+  }
+  await Promise.all(running);
+}
+
+/** A line a second on stderr while a scenario runs. */
+export function progress(label: string, read: () => string): () => void {
+  const started = performance.now();
+  const timer = setInterval(() => process.stderr.write(`  [${label} ${((performance.now() - started) / 1000).toFixed(0)}s] ${read()}\n`), 1000);
+  return () => clearInterval(timer);
+}
+
+/** Until `done()` or the deadline, checking every 100 ms. */
+export async function until(done: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  return done();
+}
+
+/**
+ * The bare loop: the same signed bodies POSTed straight to the same receiver, keep-alive,
+ * signed at each POST, retried at once on a non-2xx until `maxAttempts`.
+ */
+export function barePoster(url: string, secret: () => string, concurrency: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const postOnce = (body: string) =>
+    new Promise<number>((resolve, reject) => {
+      const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-platform-signature': signatureHeader(body, [secret()], Math.floor(Date.now() / 1000)) } }, (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+  return {
+    async post(body: string, maxAttempts = 1): Promise<void> {
+      for (let attempt = 1; attempt <= maxAttempts; attempt++) if ((await postOnce(body)) < 300) return;
+    },
+    close: () => agent.destroy(),
+  };
+}

@@ -1,0 +1,253 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { serializePayload, type SpaceContentUpdated } from '../src/webhooks/events';
+import { barePoster, closedLoop, openLoop, percentile, progress, until } from './load';
+import { BenchReceiver } from './receiver';
+import { startEmbedded, startSplit, type Stack } from './stack';
+
+/**
+ * `npm run bench` (delivery at scale): each scenario runs through the platform, then the
+ * bare loop (the same signed bodies POSTed straight to the same verifying receiver) runs in
+ * the same process, so every figure stands beside its own baseline. Scenarios a-d run on
+ * the embedded default (`npm start`); e on the production shape (API and worker apart), so
+ * that the worker alone can be killed. Results go to bench-results/.
+ */
+const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+const DRAIN_MS = 180_000;
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+interface Tenant {
+  org: string;
+  token: string;
+  installations: string[];
+}
+
+async function call(stack: Stack, token: string, method: string, route: string, body?: unknown): Promise<any> {
+  const response = await fetch(`${stack.base}${route}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text}`);
+  return JSON.parse(text);
+}
+
+let tenants = 0;
+async function tenant(stack: Stack, receiver: BenchReceiver, installations: number): Promise<Tenant> {
+  const org = `bench-${process.pid}-${++tenants}`;
+  await call(stack, stack.adminToken, 'POST', '/v1/orgs', { id: org, subdomain: org, title: 'Bench' });
+  const { token } = await call(stack, stack.adminToken, 'POST', '/v1/users', { id: `${org}-user`, orgs: [org] });
+  const ids: string[] = [];
+  for (let i = 0; i < installations; i++) {
+    const installation = await call(stack, token, 'POST', '/v1/integrations/webhook/installations', { target: { org, space: 'space' }, configuration: { webhook_url: receiver.url, space_content_updated: true } });
+    receiver.secrets.push((await call(stack, token, 'GET', `/v1/installations/${installation.id}/signing-secret`)).secret);
+    ids.push(installation.id);
+  }
+  return { org, token, installations: ids };
+}
+
+const events = (t: Tenant, n: number, label: string): SpaceContentUpdated[] =>
+  Array.from({ length: n }, (_, i) => ({ type: 'space_content_updated', organizationId: t.org, spaceId: 'space', revisionId: `rev-${i}`, eventId: `evt_${label}_${t.org}_${i}` }));
+
+/** POSTs one event; retried on 503 or no answer (a 503 means "not known to be accepted"). */
+async function ingest(stack: Stack, event: SpaceContentUpdated, counts: { retries: number }): Promise<number> {
+  for (;;) {
+    const started = performance.now();
+    const response = await fetch(`${stack.base}/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(event) }).catch(() => undefined);
+    if (response) await response.arrayBuffer();
+    if (response?.status === 202) return performance.now() - started;
+    if (response && response.status !== 503) throw new Error(`ingest answered ${response.status}`);
+    counts.retries += 1;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Sends events through the platform and waits for the receiver to have each once (2xx). */
+async function throughPlatform(stack: Stack, receiver: BenchReceiver, label: string, list: SpaceContentUpdated[], send: (task: (i: number) => Promise<void>) => Promise<void>, expected = list.length) {
+  const sentAt = new Map<string, number>();
+  const ackMs: number[] = [];
+  const counts = { retries: 0 };
+  const stop = progress(label, () => `sent ${sentAt.size}/${list.length}, delivered ${receiver.delivered().size}/${expected}`);
+  const first = performance.now();
+  await send(async (i) => {
+    const event = list[i]!;
+    sentAt.set(event.eventId!, performance.now());
+    ackMs.push(await ingest(stack, event, counts));
+  });
+  const ingestS = (performance.now() - first) / 1000;
+  await until(() => receiver.delivered().size >= expected, DRAIN_MS);
+  stop();
+  const delivered = receiver.delivered();
+  const latencies = [...sentAt].filter(([id]) => delivered.has(id)).map(([id, at]) => delivered.get(id)! - at);
+  const last = Math.max(...delivered.values());
+  return {
+    delivered: delivered.size,
+    ingestPerS: round(list.length / ingestS),
+    deliveredPerS: round(delivered.size / ((last - first) / 1000)),
+    endToEndMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
+    ackMs: { p50: percentile(ackMs, 50), p99: percentile(ackMs, 99) },
+    ingestRetries: counts.retries,
+    duplicates: receiver.duplicates(),
+    invalidSignatures: receiver.invalid,
+  };
+}
+
+/** The same bodies, straight to the same receiver. */
+async function bare(receiver: BenchReceiver, label: string, bodies: string[], send: (task: (i: number) => Promise<void>) => Promise<void>, maxAttempts = 1) {
+  const poster = barePoster(receiver.url, () => receiver.secrets[0]!, 64);
+  const sentAt = new Map<string, number>();
+  const stop = progress(`${label} bare`, () => `sent ${sentAt.size}/${bodies.length}`);
+  const first = performance.now();
+  await send(async (i) => {
+    sentAt.set(JSON.parse(bodies[i]!).eventId, performance.now());
+    await poster.post(bodies[i]!, maxAttempts);
+  });
+  stop();
+  poster.close();
+  const delivered = receiver.delivered();
+  const latencies = [...sentAt].filter(([id]) => delivered.has(id)).map(([id, at]) => delivered.get(id)! - at);
+  return { deliveredPerS: round(delivered.size / ((Math.max(...delivered.values()) - first) / 1000)), endToEndMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) } };
+}
+
+const bodiesOf = (list: SpaceContentUpdated[], installationId: string) => list.map((event) => serializePayload(event, `${event.eventId}-bare`, installationId));
+const ratio = (platform: number, baseline: number) => round(platform / baseline, 3);
+
+async function main(): Promise<void> {
+  const receiver = await new BenchReceiver().start();
+  const results: Record<string, unknown> = { date: new Date().toISOString(), machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30) }, scale: SCALE };
+  process.stderr.write('bench: starting the embedded default (npm start)\n');
+  let stack = await startEmbedded();
+  try {
+    // (a) 30,000 events, concurrency 64.
+    const a = await tenant(stack, receiver, 1);
+    const aEvents = events(a, Math.round(30_000 * SCALE), 'a');
+    receiver.reset();
+    const aPlatform = await throughPlatform(stack, receiver, 'a', aEvents, (task) => closedLoop(aEvents.length, 64, task));
+    const aRss = stack.peakRss();
+    receiver.reset();
+    const aBare = await bare(receiver, 'a', bodiesOf(aEvents, a.installations[0]!), (task) => closedLoop(aEvents.length, 64, task));
+    results.a = { platform: aPlatform, bare: aBare, ratio: ratio(aPlatform.deliveredPerS, aBare.deliveredPerS), peakRssMiB: aRss, totalRssMiB: Object.values(aRss).reduce((s: number, v) => s + (v ?? 0), 0), logMiB: stack.logSizeMiB() };
+
+    // (b) a steady 100 events/s for 60 s.
+    const bEvents = events(a, Math.round(6000 * SCALE), 'b');
+    receiver.reset();
+    const bPlatform = await throughPlatform(stack, receiver, 'b', bEvents, (task) => openLoop(100, bEvents.length / 100, task));
+    receiver.reset();
+    const bBodies = bodiesOf(bEvents.slice(0, 1500), a.installations[0]!);
+    const bBare = await bare(receiver, 'b', bBodies, (task) => openLoop(100, bBodies.length / 100, task));
+    results.b = { platform: bPlatform, bare: bBare, logMiB: stack.logSizeMiB() };
+
+    // (c) one event to 50 installations, 1,000 times.
+    const c = await tenant(stack, receiver, 50);
+    const cEvents = events(c, Math.round(1000 * SCALE), 'c');
+    receiver.reset();
+    const cPosts = () => [...receiver.posts.values()].reduce((sum, posts) => sum + posts.length, 0);
+    const cStarted = performance.now();
+    const cPlatform = await throughPlatform(stack, receiver, 'c', cEvents, (task) => closedLoop(cEvents.length, 64, task), cEvents.length);
+    await until(() => cPosts() >= cEvents.length * 50, DRAIN_MS);
+    const cDeliveriesPerS = round(cPosts() / ((performance.now() - cStarted) / 1000));
+    receiver.reset();
+    const cBodies = cEvents.flatMap((event) => c.installations.map((id) => serializePayload(event, `${event.eventId}-bare-${id}`, id)));
+    const cBare = await bare(receiver, 'c', cBodies, (task) => closedLoop(cBodies.length, 64, task));
+    const { duplicates: _perEvent, ...cFigures } = cPlatform; // 50 POSTs an event are no duplicates here
+    results.c = { platform: { ...cFigures, deliveriesPerS: cDeliveriesPerS }, bare: cBare, ratio: ratio(cDeliveriesPerS, cBare.deliveredPerS), logMiB: stack.logSizeMiB() };
+
+    // (d) 10% of receiver answers are 500.
+    const dEvents = events(a, Math.round(10_000 * SCALE), 'd');
+    const failing = () => (Math.random() < 0.1 ? 500 : 200);
+    receiver.reset(failing);
+    const dPlatform = await throughPlatform(stack, receiver, 'd', dEvents, (task) => closedLoop(dEvents.length, 64, task));
+    const gaps = retryGaps(receiver);
+    receiver.reset(failing);
+    const dBare = await bare(receiver, 'd', bodiesOf(dEvents, a.installations[0]!), (task) => closedLoop(dEvents.length, 64, task), 4);
+    results.d = { platform: dPlatform, bare: dBare, ratio: ratio(dPlatform.deliveredPerS, dBare.deliveredPerS), retryGaps: gaps, logMiB: stack.logSizeMiB() };
+    results.embeddedPeakRssMiB = stack.peakRss();
+  } finally {
+    await stack.stop();
+  }
+
+  // (e) SIGKILL of the worker during a steady 1,000 events/s.
+  process.stderr.write('bench: starting the production shape (API and worker apart)\n');
+  stack = await startSplit();
+  try {
+    const e = await tenant(stack, receiver, 1);
+    const eEvents = events(e, Math.round(20_000 * SCALE), 'e');
+    receiver.reset();
+    let killedAt = 0;
+    const chaos = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 6000));
+      killedAt = performance.now();
+      process.stderr.write('  [e] SIGKILL the worker\n');
+      stack.killWorker!();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      stack.startWorker!();
+    })();
+    const ePlatform = await throughPlatform(stack, receiver, 'e', eEvents, (task) => openLoop(1000, eEvents.length / 1000, task));
+    await chaos;
+    const backAfter = Math.min(...[...receiver.delivered().values()].filter((at) => at > killedAt + 1000)) - killedAt;
+    receiver.reset();
+    const eBare = await bare(receiver, 'e', bodiesOf(eEvents, e.installations[0]!), (task) => openLoop(1000, eEvents.length / 1000, task));
+    results.e = { platform: { ...ePlatform, lost: eEvents.length - ePlatform.delivered, duplicatePercent: round((ePlatform.duplicates / eEvents.length) * 100, 2), deliveryBackAfterKillMs: round(backAfter) }, bare: eBare, ratio: ratio(ePlatform.deliveredPerS, eBare.deliveredPerS), peakRssMiB: stack.peakRss(), logMiB: stack.logSizeMiB() };
+  } finally {
+    await stack.stop();
+    receiver.stop();
+  }
+
+  const dir = path.join(__dirname, '..', '..', 'bench-results');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `delivery-${String(results.date).replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(results, null, 2));
+  process.stdout.write(`${report(results)}\nwritten to ${path.relative(process.cwd(), file)}\n`);
+}
+
+/** Gaps between consecutive POSTs of one event after a 500, by retry number, against DESIGN.md's ranges. */
+function retryGaps(receiver: BenchReceiver) {
+  const ranges = [[1000, 1100], [2000, 2200], [4000, 4400]] as const;
+  const byRetry: number[][] = [[], [], []];
+  for (const posts of receiver.posts.values()) {
+    for (let k = 1; k < posts.length && k <= 3; k++) if (posts[k - 1]!.status >= 500) byRetry[k - 1]!.push(posts[k]!.at - posts[k - 1]!.at);
+  }
+  return byRetry.map((gaps, k) => ({
+    retry: k + 1,
+    count: gaps.length,
+    rangeMs: ranges[k],
+    minMs: round(Math.min(...gaps)),
+    p99Ms: percentile(gaps, 99),
+    belowRange: gaps.filter((gap) => gap < ranges[k]![0]).length,
+    p99OverRangeMs: round(percentile(gaps, 99) - ranges[k]![1]),
+  }));
+}
+
+function report(r: any): string {
+  const line = (label: string, value: unknown) => `  ${label.padEnd(34)} ${typeof value === 'object' ? JSON.stringify(value) : value}`;
+  return [
+    '(a) 30,000 events, concurrency 64 (embedded default)',
+    line('platform delivered/s', `${r.a.platform.deliveredPerS} (ingest ${r.a.platform.ingestPerS}/s)`),
+    line('bare loop delivered/s', r.a.bare.deliveredPerS),
+    line('ratio', `${r.a.ratio} (target >= 0.5)`),
+    line('end-to-end p50 / p99 ms', `${r.a.platform.endToEndMs.p50} / ${r.a.platform.endToEndMs.p99} (target p99 <= 1500; bare ${r.a.bare.endToEndMs.p50} / ${r.a.bare.endToEndMs.p99})`),
+    line('peak RSS MiB', `${JSON.stringify(r.a.peakRssMiB)}, total ${r.a.totalRssMiB} (target <= 1024)`),
+    line('delivery log on disk MiB', r.a.logMiB),
+    '(b) steady 100 events/s for 60 s',
+    line('sent -> receiver p50 / p99 ms', `${r.b.platform.endToEndMs.p50} / ${r.b.platform.endToEndMs.p99} (targets 50 / 250; bare ${r.b.bare.endToEndMs.p50} / ${r.b.bare.endToEndMs.p99})`),
+    line('202 p50 / p99 ms', `${r.b.platform.ackMs.p50} / ${r.b.platform.ackMs.p99} (target p99 <= 100)`),
+    '(c) one event to 50 installations, 1,000 times',
+    line('platform deliveries/s', r.c.platform.deliveriesPerS),
+    line('bare loop deliveries/s', r.c.bare.deliveredPerS),
+    line('ratio', `${r.c.ratio} (target >= 0.5)`),
+    '(d) 10% of receiver answers are 500',
+    line('platform delivered/s', r.d.platform.deliveredPerS),
+    line('bare loop delivered/s', r.d.bare.deliveredPerS),
+    line('ratio', `${r.d.ratio} (target >= 0.4)`),
+    ...r.d.retryGaps.map((g: any) => line(`retry ${g.retry} gaps (${g.count})`, `min ${g.minMs}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: ${g.belowRange} below, p99 ${g.p99OverRangeMs} ms over (target <= 250)`)),
+    '(e) worker SIGKILL during a steady 1,000 events/s (API and worker apart)',
+    line('lost / duplicates', `${r.e.platform.lost} / ${r.e.platform.duplicates} (${r.e.platform.duplicatePercent}%, target <= 1%)`),
+    line('delivery back after kill ms', `${r.e.platform.deliveryBackAfterKillMs} (target <= 15000)`),
+    line('platform delivered/s', `${r.e.platform.deliveredPerS} (bare ${r.e.bare.deliveredPerS}, ratio ${r.e.ratio})`),
+    line('peak RSS MiB', r.e.peakRssMiB),
+    line('invalid signatures', r.a.platform.invalidSignatures + r.b.platform.invalidSignatures + r.c.platform.invalidSignatures + r.d.platform.invalidSignatures + r.e.platform.invalidSignatures),
+  ].join('\n');
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,73 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { verifySignature } from '../src/webhooks/signature';
+
+/**
+ * The bench's webhook receiver on 127.0.0.1: verifies every signature, answers what the
+ * scenario scripts (200 unless `answer` says otherwise), and records when each POST of each
+ * eventId arrived.
+ */
+export class BenchReceiver {
+  url = '';
+  invalid = 0;
+  secrets: string[] = [];
+  /** eventId -> arrival time (performance.now()) and answered status of every POST. */
+  posts = new Map<string, { at: number; status: number }[]>();
+  /** Status to answer a POST of `eventId` that is its n-th (0-based). */
+  answer: (eventId: string, n: number) => number = () => 200;
+  private server?: http.Server;
+
+  async start(): Promise<this> {
+    this.server = http.createServer({ keepAlive: true }, (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const at = performance.now();
+        const body = Buffer.concat(chunks);
+        if (!verifySignature(req.headers['x-platform-signature'] as string | undefined, body, this.secrets).valid) {
+          this.invalid += 1;
+          res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"bad signature"}');
+          return;
+        }
+        const { eventId } = JSON.parse(body.toString()) as { eventId: string };
+        const seen = this.posts.get(eventId) ?? [];
+        const status = this.answer(eventId, seen.length);
+        seen.push({ at, status });
+        this.posts.set(eventId, seen);
+        res.writeHead(status, { 'content-type': 'application/json' }).end(status < 300 ? '{"received":true}' : '{"error":"scripted"}');
+      });
+    });
+    this.server.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this;
+  }
+
+  reset(answer: (eventId: string, n: number) => number = () => 200): void {
+    this.posts = new Map();
+    this.invalid = 0;
+    this.answer = answer;
+  }
+
+  /** First 2xx arrival of each event. */
+  delivered(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [eventId, posts] of this.posts) {
+      const ok = posts.find((post) => post.status < 300);
+      if (ok) out.set(eventId, ok.at);
+    }
+    return out;
+  }
+
+  /** 2xx POSTs beyond the first of each event. */
+  duplicates(): number {
+    let extra = 0;
+    for (const posts of this.posts.values()) extra += Math.max(0, posts.filter((post) => post.status < 300).length - 1);
+    return extra;
+  }
+
+  stop(): void {
+    this.server?.closeAllConnections();
+    this.server?.close();
+  }
+}

@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { childrenOf } from '../src/net/procfs';
+import { findOrBuildTemporalCli } from '../src/temporal/cli-binary';
+import { generateEncryptionKey } from '../src/temporal/codec';
+import { freePort, startDevServer, type DevServer } from '../src/temporal/dev-server';
+
+const root = path.join(__dirname, '..', '..');
+
+/** Peak resident set of a process (Linux VmHWM), in MiB. */
+export function peakRssMiB(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Math.round(Number(match[1]) / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function node(script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [path.join(root, 'dist', 'src', script)], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+async function waitHealthy(base: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error('the API never became healthy');
+}
+
+export interface Stack {
+  base: string;
+  adminToken: string;
+  dataDir: string;
+  /** Peak RSS of each process of the stack, in MiB. */
+  peakRss(): Record<string, number | undefined>;
+  /** The delivery log's files on disk, in MiB. */
+  logSizeMiB(): number;
+  killWorker?(): void;
+  startWorker?(): void;
+  stop(): Promise<void>;
+}
+
+function logSize(dataDir: string): number {
+  const files = ['delivery-log.db', 'delivery-log.db-wal', 'delivery-log.db-shm'].map((file) => path.join(dataDir, file));
+  return Math.round((files.filter(existsSync).reduce((sum, file) => sum + statSync(file).size, 0) / 2 ** 20) * 10) / 10;
+}
+
+function baseEnv(dataDir: string, port: number, adminToken: string): NodeJS.ProcessEnv {
+  return {
+    PORT: String(port),
+    PLATFORM_BASE_URL: `http://127.0.0.1:${port}`,
+    PLATFORM_ADMIN_TOKEN: adminToken,
+    PLATFORM_DATA_DIR: dataDir,
+    PLATFORM_DATABASE_URL: `sqlite:${path.join(dataDir, 'delivery-log.db')}`,
+    PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
+    LOG_LEVEL: 'error',
+    ...(process.env.PLATFORM_DELIVERY_SHARDS && { PLATFORM_DELIVERY_SHARDS: process.env.PLATFORM_DELIVERY_SHARDS }),
+  };
+}
+
+/** `npm start`'s embedded default: one Node process (API and worker) and its dev server on SQLite. */
+export async function startEmbedded(): Promise<Stack> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-bench-'));
+  const port = await freePort();
+  const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  const main = node('main.js', { ...baseEnv(dataDir, port, adminToken), PLATFORM_TEMPORAL_PORT: String(await freePort()), PLATFORM_TEMPORAL_UI_PORT: String(await freePort()) });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(base);
+  const devServer = childrenOf(main.pid!)[0];
+  return {
+    base,
+    adminToken,
+    dataDir,
+    peakRss: () => ({ 'platform (API and worker)': peakRssMiB(main.pid), 'temporal dev server': peakRssMiB(devServer) }),
+    logSizeMiB: () => logSize(dataDir),
+    stop: async () => {
+      main.kill('SIGTERM');
+      await new Promise((resolve) => main.once('exit', resolve));
+    },
+  };
+}
+
+/** The production shape on one machine: a dev server, the API and the worker as processes of their own. */
+export async function startSplit(): Promise<Stack> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-bench-'));
+  const devServer: DevServer = await startDevServer({ cliPath: await findOrBuildTemporalCli(), namespace: 'default', dbFile: path.join(dataDir, 'temporal.db') });
+  const port = await freePort();
+  const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  const env = { ...baseEnv(dataDir, port, adminToken), TEMPORAL_ADDRESS: devServer.address, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey() };
+  let worker = node('worker.js', env);
+  const workerPeaks: number[] = [];
+  const api = node('api/main.js', env);
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(base);
+  return {
+    base,
+    adminToken,
+    dataDir,
+    peakRss: () => ({ api: peakRssMiB(api.pid), worker: Math.max(...workerPeaks, peakRssMiB(worker.pid) ?? 0), 'temporal dev server': peakRssMiB(devServer.pid) }),
+    logSizeMiB: () => logSize(dataDir),
+    killWorker: () => {
+      workerPeaks.push(peakRssMiB(worker.pid) ?? 0);
+      worker.kill('SIGKILL');
+    },
+    startWorker: () => (worker = node('worker.js', env)),
+    stop: async () => {
+      worker.kill('SIGTERM');
+      api.kill('SIGTERM');
+      await devServer.stop();
+    },
+  };
+}
