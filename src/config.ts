@@ -4,6 +4,8 @@ import path from 'node:path';
 export interface PlatformConfig {
   port: number;
   baseUrl: string;
+  /** Where platform processes reach the API (an isolate's API binding): PLATFORM_INTERNAL_API_URL, else the base URL. */
+  internalApiUrl: string;
   dataDir: string;
   /** Undefined until the embedded default generates one into the data directory. */
   adminToken?: string;
@@ -37,6 +39,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
   return {
     port,
     baseUrl: (env.PLATFORM_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    internalApiUrl: (env.PLATFORM_INTERNAL_API_URL || env.PLATFORM_BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     dataDir,
     adminToken: env.PLATFORM_ADMIN_TOKEN || undefined,
     allowPrivateTargets: env.PLATFORM_ALLOW_PRIVATE_TARGETS === 'true',

@@ -5,12 +5,12 @@ import { loadOrCreateSecrets } from './data-dir';
 import { createLogger } from './logger';
 import { findOrBuildTemporalCli } from './temporal/cli-binary';
 import { connectClient } from './temporal/client';
-import { EncryptionCodec } from './temporal/codec';
 import { startDevServer, type DevServer } from './temporal/dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
 import { openDeliveryLog } from './delivery-log';
-import { assertEgressAllowList, platformPortsOf, webhookGuard } from './net/guards';
+import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
+import { createIntegrationRuntime } from './isolates';
 
 /**
  * `npm start`: the embedded default. Without TEMPORAL_ADDRESS it runs a Temporal dev
@@ -46,7 +46,8 @@ async function main(): Promise<void> {
   const client = await connectClient(settings);
   const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl });
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
-  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, log: stores.log, installations: stores.installations, webhookGuard: webhooks, retentionDays: config.retentionDays, logger });
+  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
+  const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, stores, runtime, baseUrl: config.baseUrl, deliveryShards: config.deliveryShards, webhookGuard: webhooks, retentionDays: config.retentionDays, logger });
   const workerRun = worker.run();
   const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];
   const api = await startApi(
@@ -56,8 +57,9 @@ async function main(): Promise<void> {
       baseUrl: config.baseUrl,
       adminToken,
       webhookGuard: webhooks,
-      codec: new EncryptionCodec(encryptionKey),
+      encryptionKey: encryptionKey,
       stores,
+      runtime,
       deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: true,
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await workerRun;
     await client.connection.close();
+    await pool.close();
     await stores.close();
     await devServer?.stop();
     process.exit(0);

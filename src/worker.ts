@@ -3,17 +3,25 @@ import { createActivities, type ActivityDependencies } from './activities';
 import { configFromEnv, requireSetting } from './config';
 import { openDeliveryLog } from './delivery-log';
 import { createLogger } from './logger';
-import { assertEgressAllowList, platformPortsOf, webhookGuard } from './net/guards';
-import { dataConverter } from './temporal/client';
+import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
+import type { Client } from '@temporalio/client';
+import { connectClient, dataConverter } from './temporal/client';
+import type { DeliveryLogStores } from './delivery-log';
+import { ShardClient } from './ingest/shard-client';
+import { createIntegrationRuntime } from './isolates';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 
-export interface WorkerOptions extends ActivityDependencies {
+export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'shards'> {
   address: string;
   namespace: string;
   taskQueue: string;
   encryptionKey: string;
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundle;
+  client: Client;
+  stores: DeliveryLogStores;
+  /** PLATFORM_DELIVERY_SHARDS: where installation events go. */
+  deliveryShards: number;
 }
 
 /** The Temporal worker: every workflow and activity of the service on one task queue. */
@@ -25,7 +33,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     taskQueue: options.taskQueue,
     dataConverter: dataConverter(options.encryptionKey),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-    activities: createActivities(options),
+    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, shards: new ShardClient(options.client, options.taskQueue, options.deliveryShards) }),
     // Attempt batches wait on receivers: many may be in flight at once.
     maxConcurrentActivityTaskExecutions: 200,
     // A shard whose worker died waits this long for it before another worker takes over
@@ -47,11 +55,16 @@ async function main(): Promise<void> {
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
   };
   const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl });
+  const client = await connectClient(settings);
+  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
   const worker = await createWorker({
     ...settings,
     taskQueue: config.taskQueue,
-    log: stores.log,
-    installations: stores.installations,
+    client,
+    stores,
+    runtime,
+    baseUrl: config.baseUrl,
+    deliveryShards: config.deliveryShards,
     webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts),
     retentionDays: config.retentionDays,
     logger,
@@ -59,6 +72,8 @@ async function main(): Promise<void> {
   logger.info({ taskQueue: config.taskQueue }, 'worker running');
   // The SDK's runtime drains the worker on SIGINT/SIGTERM; then the process ends.
   await worker.run();
+  await pool.close();
+  await client.connection.close();
   await stores.close();
   process.exit(0);
 }

@@ -101,7 +101,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     });
 
     it('keeps the newest revision of an installation and seals its secrets', async function () {
-      const base = { id: 'ins_rev', integration: 'webhook', target: { org: 'org-rev', space: 's1' }, status: 'active' as const, events: ['space_content_updated'], url: 'https://a.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), signingSecrets: [{ secret: 'whsec_top_secret', createdAt: new Date().toISOString() }] };
+      const base = { id: 'ins_rev', integration: 'webhook', target: { org: 'org-rev', space: 's1' }, status: 'active' as const, events: ['space_content_updated'], scopes: [], configuration: { oauth_credentials: { access_token: 'tok_secret' } }, url: 'https://a.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), signingSecrets: [{ secret: 'whsec_top_secret', createdAt: new Date().toISOString() }] };
       await stores.installations.save({ ...base, revision: 2, url: 'https://new.example/' });
       await stores.installations.save({ ...base, revision: 1, url: 'https://old.example/', status: 'paused' });
       const [found] = await stores.installations.of(['org-rev']);
@@ -109,7 +109,11 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(found!.status, 'active');
       const raw = await stores.log.db.selectFrom('installations').select('secrets').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
       assert.ok(!raw.secrets.includes('top_secret'));
-      assert.equal((await stores.installations.targets(['ins_rev'])).get('ins_rev')!.signingSecrets[0]!.secret, 'whsec_top_secret');
+      const rawConfiguration = await stores.log.db.selectFrom('installations').select('configuration').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
+      assert.ok(!rawConfiguration.configuration.includes('tok_secret'));
+      const target = (await stores.installations.targets(['ins_rev'])).get('ins_rev')!;
+      assert.equal(target.signingSecrets[0]!.secret, 'whsec_top_secret');
+      assert.deepEqual(target.configuration, { oauth_credentials: { access_token: 'tok_secret' } });
     });
 
     it('purges what is older than the retention, in bounded steps, and keeps the rest', async function () {

@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { openDeliveryLog } from '../src/delivery-log';
 import { createLogger } from '../src/logger';
-import { webhookGuard } from '../src/net/guards';
-import { createWorker } from '../src/worker';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-import { testPlatformPorts, testSettings } from './support/settings';
+import { createTestWorker } from './support/worker';
 
 describe('ingest while the engine does not answer', function () {
   this.timeout(90_000);
@@ -18,11 +14,8 @@ describe('ingest while the engine does not answer', function () {
   after(async () => Promise.all([platform.stop(), receiver.stop()]));
 
   it('answers 503 with Retry-After within 2 s; the retry with the same eventId, once a worker is back, delivers once', async function () {
-    const { address, bundle, encryptionKey } = testSettings();
-    const logger = createLogger('warn');
-    const stores = await openDeliveryLog({ url: platform.databaseUrl, encryptionKey, namespace: platform.namespace });
     const makeWorker = () =>
-      createWorker({ address, namespace: platform.namespace, taskQueue: platform.taskQueue, encryptionKey, workflowBundle: { code: readFileSync(bundle, 'utf8') }, log: stores.log, installations: stores.installations, webhookGuard: webhookGuard(true, testPlatformPorts()), retentionDays: 30, logger });
+      createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
     // Installing needs the engine: a worker for that, then none.
     let worker = await makeWorker();
     let running = worker.run();
@@ -62,7 +55,6 @@ describe('ingest while the engine does not answer', function () {
     } finally {
       worker.shutdown();
       await running;
-      await stores.close();
     }
   });
 });

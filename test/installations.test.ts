@@ -23,7 +23,7 @@ describe('installations of the webhook integration', function () {
     assert.equal(created.status, 201);
     assert.equal(created.body.status, 'pending');
     assert.match(created.body.id, /^ins_/);
-    assert.equal(created.body.urls.publicEndpoint, `http://127.0.0.1/v1/integrations/webhook/installations/${created.body.id}/public`);
+    assert.equal(created.body.urls.publicEndpoint, `${platform.api.url}/v1/integrations/webhook/installations/${created.body.id}/public`);
     const id = created.body.id;
     const withUrl = await call('PATCH', `/v1/installations/${id}/configuration`, { webhook_url: receiver.url });
     assert.equal(withUrl.body.status, 'pending', 'no event selected yet');

@@ -94,7 +94,7 @@ describe('tenancy and bad input', function () {
     it('unknown event type: 400 naming type', async function () {
       const answer = await post({ ...spaceEvent(a.org, 'sp-a'), type: 'space_deleted' });
       assert.equal(answer.status, 400);
-      assert.deepEqual(answer.body.details, [{ field: 'type', message: 'must be one of space_content_updated, site_view, page_feedback' }]);
+      assert.deepEqual(answer.body.details, [{ field: 'type', message: 'must be one of space_content_updated, site_view, page_feedback, space_view, space_visibility_updated, space_gitsync_started, space_gitsync_completed' }]);
     });
 
     it('missing and misspelt fields: 400 naming each', async function () {

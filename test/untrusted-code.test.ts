@@ -219,7 +219,7 @@ export default createIntegration({ components: [counter] });`,
       const throwing = await publish(`export default new Proxy({}, { getOwnPropertyDescriptor() { throw new Error('trap sprung'); } });`);
       assert.deepEqual(throwing.body.details, [{ field: 'script', message: 'the script throws when loaded: trap sprung' }]);
       const endless = await publish(`const ids = new Proxy([], { getOwnPropertyDescriptor: (t, key) => key === 'length' ? { value: 1e9, writable: true, configurable: false, enumerable: false } : Reflect.getOwnPropertyDescriptor(t, key) });
-export default new Proxy({}, { getOwnPropertyDescriptor: (t, key) => ({ value: key === 'componentIds' ? ids : true, writable: true, configurable: true, enumerable: true }) });`);
+export default new Proxy({}, { getOwnPropertyDescriptor: (t, key) => ({ value: key === 'componentIds' ? ids : key === 'eventTypes' ? [] : true, writable: true, configurable: true, enumerable: true }) });`);
       assert.equal(endless.status, 400, endless.text);
       assert.match(endless.text, /the script registers more than 200 components|the script throws when loaded/);
     });

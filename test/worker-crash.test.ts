@@ -5,7 +5,7 @@ import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
 function startWorkerProcess(platform: TestPlatform): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'support', 'worker-process.js'), platform.namespace, platform.taskQueue, platform.databaseUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(__dirname, 'support', 'worker-process.js'), platform.namespace, platform.taskQueue, platform.databaseUrl, platform.api.url], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve(child));
     child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));

@@ -41,8 +41,8 @@ describe('a workerd process (real workerd through miniflare)', function () {
       memoryLimitBytes: 128 * MiB,
     });
     try {
-      const answer = await isolate.fetch('/', {}, 5000);
-      assert.deepEqual(await answer.json(), { fetch: 'refused', publicFetch: 'refused', socket: 'refused' });
+      const answer = await isolate.call('/', {}, 5000);
+      assert.deepEqual(JSON.parse(answer.body.toString()), { fetch: 'refused', publicFetch: 'refused', socket: 'refused' });
       assert.deepEqual(connections, []);
     } finally {
       await isolate.dispose();
@@ -53,7 +53,7 @@ describe('a workerd process (real workerd through miniflare)', function () {
   it('is killed at its deadline, and its process is gone', async function () {
     const isolate = await WorkerdProcess.start({ modules: [{ name: 'main.js', type: 'ESModule', contents: handlerModule('for (;;) {}') }], memoryLimitBytes: 128 * MiB });
     const started = Date.now();
-    await assert.rejects(isolate.fetch('/', {}, 500));
+    await assert.rejects(isolate.call('/', {}, 500));
     const elapsed = Date.now() - started;
     assert.equal(isolate.endReason, 'deadline');
     assert.ok(elapsed >= 500 && elapsed < 5000, `the call failed after ${elapsed} ms`);
@@ -66,7 +66,7 @@ describe('a workerd process (real workerd through miniflare)', function () {
       modules: [{ name: 'main.js', type: 'ESModule', contents: handlerModule('const hoard = []; for (;;) hoard.push(new Array(1e5).fill(Math.random()));') }],
       memoryLimitBytes: 128 * MiB,
     });
-    await assert.rejects(isolate.fetch('/', {}, 10_000));
+    await assert.rejects(isolate.call('/', {}, 10_000));
     assert.equal(isolate.endReason, 'memory');
     await isolate.dispose();
     assert.equal(isAlive(isolate.pid), false);

@@ -8,6 +8,11 @@ import { PLATFORM_VERSION } from '../version';
 import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, postOnce } from './http-attempt';
+import { publicEndpoint } from '../integrations/environment';
+import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
+import type { IntegrationRuntime } from '../isolates/integration-runtime';
+import { IsolateError } from '../isolates/isolate-pool';
+
 
 export interface AttemptBatchInput {
   /** The shard run making the attempts; each record links to it. */
@@ -28,6 +33,10 @@ export interface AttemptBatchResult {
 export interface AttemptBatchDependencies {
   log: DeliveryLog;
   installations: InstallationIndex;
+  /** Events to integration code go into its isolate. */
+  runtime: IntegrationRuntime;
+  /** PLATFORM_BASE_URL: an integration delivery records its installation's public endpoint. */
+  baseUrl: string;
   webhookGuard: DestinationGuard;
   logger: Logger;
   attemptTimeoutMs?: number;
@@ -44,13 +53,15 @@ function judge(id: string, record: AttemptRecord, retryAfterMs?: number): Delive
 /** Before any attempt an installation that stopped listening means "not for it"; after one, a replayable failure. */
 function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
   const stopped = !target || target.status === 'deleted' ? 'installation_deleted' : target.status === 'paused' ? 'installation_paused' : undefined;
-  const reason = stopped ?? (!target?.url || !target.events.includes(delivery.eventType) ? 'event_not_selected' : undefined);
+  const unreachable = target?.integration === WEBHOOK_INTEGRATION && !target.url;
+  const reason = stopped ?? (unreachable || !target?.events.includes(delivery.eventType) ? 'event_not_selected' : undefined);
   if (!reason) return undefined;
   return { id: delivery.id, status: attempt === 1 ? 'skipped' : 'failed', reason };
 }
 
 /**
- * One batch of webhook attempts (DESIGN.md §3), all of one installation: reads the
+ * One batch of attempts (DESIGN.md §3), all of one installation, a webhook's POSTs or an
+ * integration's events into its isolate: reads the
  * deliveries and the installation from the log now (so a pause, a new URL or a rotated
  * secret apply at once), POSTs concurrently over keep-alive, signs each with a fresh
  * timestamp, and writes every outcome to the log in one transaction. Run again after a
@@ -60,7 +71,21 @@ function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: Inst
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
 
+  /** An event to integration code: its isolate's answer decides as a receiver's would (a timeout is retried). */
+  async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget): Promise<DeliveryOutcome> {
+    const started = Date.now();
+    const record = { attempt, startedAt: new Date(started).toISOString(), url: publicEndpoint(deps.baseUrl, target.integration, target.id) };
+    try {
+      const answer = await deps.runtime.invoke(target, JSON.parse(delivery.body) as Record<string, unknown>);
+      return judge(delivery.id, { ...record, durationMs: Date.now() - started, statusCode: answer.status, responseBody: answer.body.subarray(0, 1024).toString('utf8') });
+    } catch (err) {
+      const timeout = err instanceof IsolateError && err.status === 504;
+      return judge(delivery.id, { ...record, durationMs: Date.now() - started, error: timeout ? 'timeout' : 'network_error', errorMessage: (err as Error).message });
+    }
+  }
+
   async function attemptOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget): Promise<DeliveryOutcome> {
+    if (target.integration !== WEBHOOK_INTEGRATION) return invokeOne(delivery, attempt, target);
     const now = Date.now();
     const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
     const { retryAfterMs, ...result } = await postOnce(

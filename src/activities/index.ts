@@ -1,21 +1,23 @@
-import type { DeliveryLog } from '../delivery-log/delivery-log';
-import type { InstallationIndex } from '../delivery-log/installation-index';
 import type { InstallationProjection } from '../delivery-log/types';
-import type { Logger } from '../logger';
-import type { DestinationGuard } from '../net/destination-guard';
-import { createAttemptBatch } from './attempt-batch';
+import { deliveryId } from '../ids';
+import type { ShardClient } from '../ingest/shard-client';
+import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
+
+/** What installation workflows hand to dispatchInstallationEvents. */
+export interface PlatformEvent {
+  type: 'installation_setup' | 'space_installation_setup';
+  eventId: string;
+  installationId: string;
+  [field: string]: unknown;
+}
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export interface ActivityDependencies {
-  log: DeliveryLog;
-  installations: InstallationIndex;
-  /** Where webhook attempts may connect (PLATFORM_ALLOW_PRIVATE_TARGETS, never the platform's ports). */
-  webhookGuard: DestinationGuard;
-  logger: Logger;
+export interface ActivityDependencies extends AttemptBatchDependencies {
+  /** Hands the platform's own events (installation_setup) to the delivery shards. */
+  shards: ShardClient;
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
   retentionDays: number;
-  attemptTimeoutMs?: number;
 }
 
 /** Activities get their dependencies from the worker, so tests hand in real or local ones. */
@@ -31,6 +33,24 @@ export function createActivities(deps: ActivityDependencies) {
     /** An installation's read model, written before its change answers. */
     async saveInstallation(installation: InstallationProjection): Promise<void> {
       await deps.installations.save(installation);
+    },
+
+    /**
+     * The platform's own events of an installation (installation_setup, space_installation_setup)
+     * into the delivery pipeline, like any event: recorded, then handed to a shard. The event
+     * ids are the installation's and its revision's, so a retried activity records nothing twice.
+     */
+    async dispatchInstallationEvents(installation: { id: string; org: string }, events: PlatformEvent[]): Promise<void> {
+      const recorded = await deps.log.recordEvents(
+        events.map((event) => ({
+          eventId: event.eventId,
+          organizationId: installation.org,
+          eventType: event.type,
+          deliveries: [{ id: deliveryId(event.eventId, installation.id), eventId: event.eventId, installationId: installation.id, organizationId: installation.org, eventType: event.type, body: JSON.stringify(event) }],
+        })),
+      );
+      const pending = [...recorded.values()].flatMap((record) => record.deliveryIds);
+      for (const id of pending) await deps.shards.enqueue(deps.shards.shardOf(id.split(':')[0]!), [{ id, installationId: installation.id }]);
     },
 
     /** Deletes what is past retention, in bounded steps; returns how many deliveries went. */

@@ -16,11 +16,12 @@ import { DIRECTORY_WORKFLOW_ID, directoryWorkflow } from '../workflows/directory
 import { REGISTRY_WORKFLOW_ID, registryWorkflow } from '../workflows/integration';
 import { RETENTION_WORKFLOW_ID, retentionWorkflow } from '../workflows/retention';
 import { integrationRoutes } from './routes/integrations';
+import { oauthRoutes, runtimeRoutes } from './routes/runtime';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
-  const routes = new RouteTable(new Authenticator(deps.client, deps.adminToken));
-  for (const mount of [systemRoutes, tenancyRoutes, integrationRoutes, installationRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
+  const routes = new RouteTable(new Authenticator(deps.client, deps.adminToken, deps.installationTokens, deps.installations));
+  for (const mount of [systemRoutes, tenancyRoutes, integrationRoutes, installationRoutes, runtimeRoutes, oauthRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
 
   const app = new Koa({ proxy: false });
   app.use(errorMiddleware(deps.logger));

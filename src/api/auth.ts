@@ -3,8 +3,14 @@ import type { Client } from '@temporalio/client';
 import { ApiError, notFound } from './errors';
 import { DIRECTORY_WORKFLOW_ID, principalQuery, type Principal } from '../workflows/directory';
 import { TtlCache } from '../ttl-cache';
+import type { InstallationIndex } from '../delivery-log/installation-index';
+import type { InstallationTokens } from '../integrations/installation-tokens';
 
-export type Caller = { kind: 'admin' } | { kind: 'member'; userId: string; orgs: string[] };
+export type Caller =
+  | { kind: 'admin' }
+  | { kind: 'member'; userId: string; orgs: string[] }
+  /** An integration's code, with its installation's token: its own installation only. */
+  | { kind: 'installation'; installationId: string; org: string; scopes: string[] };
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 export const newUserToken = (): string => `ptk_${randomBytes(32).toString('base64url')}`;
@@ -29,6 +35,8 @@ export class Authenticator {
   constructor(
     client: Client,
     private readonly adminToken: string,
+    private readonly installationTokens: InstallationTokens,
+    private readonly installations: InstallationIndex,
     ttlMs = 5_000,
   ) {
     this.principals = new TtlCache(ttlMs, (hash) => client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(principalQuery, hash));
@@ -39,6 +47,12 @@ export class Authenticator {
     if (!match) throw unauthorized();
     const token = match[1]!;
     if (sameSecret(token, this.adminToken)) return { kind: 'admin' };
+    if (token.startsWith('itk_')) {
+      const installationId = this.installationTokens.verify(token);
+      const installation = installationId && (await this.installations.targets([installationId])).get(installationId);
+      if (!installation || installation.status === 'deleted') throw unauthorized();
+      return { kind: 'installation', installationId: installation.id, org: installation.target.org, scopes: installation.scopes };
+    }
     const principal = await this.principals.get(hashToken(token));
     if (!principal) throw unauthorized();
     return { kind: 'member', ...principal };
@@ -49,8 +63,9 @@ export function requireAdmin(caller: Caller): void {
   if (caller.kind !== 'admin') throw new ApiError(403, 'forbidden', 'this route is for the platform administrator');
 }
 
+/** Installation tokens are members of nothing: only routes for their own installation admit them. */
 export function isMember(caller: Caller, orgId: string): boolean {
-  return caller.kind === 'admin' || caller.orgs.includes(orgId);
+  return caller.kind === 'admin' || (caller.kind === 'member' && caller.orgs.includes(orgId));
 }
 
 /** Another organization's resource answers 404, exactly as a missing one: ids do not leak. */

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
-import type { EncryptionCodec } from '../temporal/codec';
+import { EncryptionCodec } from '../temporal/codec';
 import type { DestinationGuard } from '../net/destination-guard';
 import type { DeliveryLogStores } from '../delivery-log';
 import type { InstallationIndex } from '../delivery-log/installation-index';
@@ -8,7 +8,10 @@ import { IngestService } from '../ingest/ingest-service';
 import { ShardClient } from '../ingest/shard-client';
 import { DeliveryService } from './delivery-service';
 import { KnownOrganizations } from './organizations';
+import { OAuthStates } from '../integrations/oauth-states';
 import { PageTokens } from './page-tokens';
+import type { IntegrationRuntime } from '../isolates/integration-runtime';
+import { InstallationTokens } from '../integrations/installation-tokens';
 
 /** What the API is built from; `src/main.ts`, `src/api/main.ts` and the tests each provide it. */
 export interface ApiSettings {
@@ -18,8 +21,11 @@ export interface ApiSettings {
   adminToken: string;
   /** Where webhook URLs may point (PLATFORM_ALLOW_PRIVATE_TARGETS, never the platform's ports). */
   webhookGuard: DestinationGuard;
-  codec: EncryptionCodec;
+  /** PLATFORM_ENCRYPTION_KEY: the codec endpoint's key and the installation tokens' root. */
+  encryptionKey: string;
   stores: DeliveryLogStores;
+  /** Calls into integration code (isolates). */
+  runtime: IntegrationRuntime;
   /** PLATFORM_DELIVERY_SHARDS */
   deliveryShards: number;
   logger: Logger;
@@ -30,21 +36,27 @@ export interface ApiSettings {
 }
 
 /** What routes use: the settings and the services built from them. */
-export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards'> {
+export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'encryptionKey'> {
+  codec: EncryptionCodec;
+  installationTokens: InstallationTokens;
   installations: InstallationIndex;
   ingest: IngestService;
   deliveries: DeliveryService;
   organizations: KnownOrganizations;
+  oauthStates: OAuthStates;
 }
 
 /** The one place the API's services are wired together. */
-export function buildApiDeps({ stores, deliveryShards, ...settings }: ApiSettings): ApiDeps {
+export function buildApiDeps({ stores, deliveryShards, encryptionKey, ...settings }: ApiSettings): ApiDeps {
   const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards));
   return {
     ...settings,
+    codec: new EncryptionCodec(encryptionKey),
+    installationTokens: new InstallationTokens(encryptionKey),
     installations: stores.installations,
     ingest,
     deliveries: new DeliveryService(stores.log, ingest, new PageTokens(settings.adminToken)),
     organizations: new KnownOrganizations(settings.client),
+    oauthStates: new OAuthStates(encryptionKey, stores.log.db),
   };
 }

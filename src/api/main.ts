@@ -1,10 +1,10 @@
 import { configFromEnv, requireSetting } from '../config';
 import { createLogger } from '../logger';
 import { connectClient } from '../temporal/client';
-import { EncryptionCodec } from '../temporal/codec';
 import { startApi } from './app';
 import { openDeliveryLog } from '../delivery-log';
-import { assertEgressAllowList, platformPortsOf, webhookGuard } from '../net/guards';
+import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from '../net/guards';
+import { createIntegrationRuntime } from '../isolates';
 
 /** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
 async function main(): Promise<void> {
@@ -15,6 +15,7 @@ async function main(): Promise<void> {
   const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
   const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey });
   const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: config.temporalNamespace, temporalUiUrl: config.temporalUiUrl });
+  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
   const api = await startApi(
     {
       client,
@@ -22,8 +23,9 @@ async function main(): Promise<void> {
       baseUrl: config.baseUrl,
       adminToken: requireSetting(config, 'adminToken', 'PLATFORM_ADMIN_TOKEN'),
       webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts),
-      codec: new EncryptionCodec(encryptionKey),
+      encryptionKey,
       stores,
+      runtime,
       deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: false,
@@ -32,7 +34,12 @@ async function main(): Promise<void> {
     config.port,
   );
   logger.info({ url: config.baseUrl }, 'api listening');
-  const stop = () => api.close().then(() => client.connection.close()).then(() => stores.close()).then(() => process.exit(0));
+  const stop = () =>
+    api
+      .close()
+      .then(() => Promise.all([client.connection.close(), pool.close()]))
+      .then(() => stores.close())
+      .then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
 }

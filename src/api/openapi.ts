@@ -1,4 +1,4 @@
-import type { RouteSpec } from './route-table';
+import { PASS_THROUGH_METHODS, type RouteSpec } from './route-table';
 import { errorSchema } from './schemas';
 import { PLATFORM_VERSION } from '../version';
 
@@ -18,14 +18,18 @@ export function openApiDocument(specs: RouteSpec[], serverUrl: string): Record<s
       responses[status] = schema ? { description, content: { 'application/json': { schema } } } : { description };
     }
     responses['4XX'] = { description: 'Refused; the body names the problem', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-    (paths[path] ??= {})[spec.method] = {
-      summary: spec.summary,
-      operationId: `${spec.method}${spec.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
-      ...(spec.access === 'anyone' ? { security: [] } : {}),
-      ...(parameters.length ? { parameters } : {}),
-      ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: spec.body } } } } : {}),
-      responses,
-    };
+    // A pass-through path takes every method (and anything after it).
+    for (const method of spec.method === 'all' ? PASS_THROUGH_METHODS : [spec.method]) {
+      (paths[path] ??= {})[method] = {
+        summary: spec.summary,
+        operationId: `${method}${spec.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+        ...(spec.access === 'anyone' ? { security: [] } : {}),
+        ...(parameters.length ? { parameters } : {}),
+        ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: spec.body } } } } : {}),
+        ...(spec.rawBodyLimit !== undefined ? { requestBody: { required: false, content: { '*/*': { schema: {} } } } } : {}),
+        responses,
+      };
+    }
   }
   return {
     openapi: '3.1.0',

@@ -1,23 +1,32 @@
 import Router from '@koa/router';
 import type { SchemaObject } from 'ajv';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
+import { ApiError } from './errors';
 import { koaBody } from 'koa-body';
 import { requireAdmin, type Authenticator, type Caller } from './auth';
 import { parse } from './validation';
 
 export type Access = 'anyone' | 'admin' | 'member';
 
+/** What a pass-through path (`method: 'all'`) takes; HEAD comes with GET. */
+export const PASS_THROUGH_METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options'] as const;
+
 export interface RouteSpec {
-  method: 'get' | 'post' | 'patch' | 'delete';
+  /** `all`: every method, for a path that passes requests through (the public endpoint). */
+  method: 'get' | 'post' | 'patch' | 'delete' | 'all';
   /** Koa syntax: /v1/installations/:id */
   path: string;
   summary: string;
   access: Access;
+  /** Installation tokens may call it too (for their own installation; the handler checks which). */
+  installation?: boolean;
   body?: SchemaObject;
   /** Largest accepted body; 1 MiB unless the route says otherwise. */
   bodyLimit?: string;
   /** Parses the body instead of plain schema validation, where a better message needs more. */
   parseBody?: (raw: unknown) => unknown;
+  /** The body as raw bytes of any type, up to this many (and the path with anything after it). */
+  rawBodyLimit?: number;
   query?: Record<string, string>;
   /** Status -> description, with the response schema where there is a body. */
   responses: Record<number, { description: string; schema?: SchemaObject }>;
@@ -31,7 +40,7 @@ export interface Request<Body> {
   query: Record<string, string | undefined>;
 }
 
-type Handler<Body> = (request: Request<Body>) => Promise<{ status: number; body?: unknown }>;
+type Handler<Body> = (request: Request<Body>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string | string[]> }>;
 
 /**
  * Every route is declared once: the router serves it and the OpenAPI document describes
@@ -45,16 +54,36 @@ export class RouteTable {
 
   add<Body = undefined>(spec: RouteSpec, handler: Handler<Body>): void {
     this.specs.push(spec);
-    const body = koaBody({ jsonLimit: spec.bodyLimit ?? '1mb', formLimit: '1mb', textLimit: '1mb' });
-    this.router[spec.method](spec.path, body, async (ctx) => {
+    const parser = spec.rawBodyLimit === undefined ? koaBody({ jsonLimit: spec.bodyLimit ?? '1mb', formLimit: '1mb', textLimit: '1mb' }) : rawBody(spec.rawBodyLimit);
+    const route = async (ctx: Context) => {
       const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolve(ctx.get('authorization'));
       if (spec.access === 'admin') requireAdmin(caller);
+      if (caller.kind === 'installation' && !spec.installation) throw new ApiError(403, 'forbidden', `an installation token may not call ${spec.method.toUpperCase()} ${spec.path}; it reads and configures its own installation only`);
       const raw = (ctx.request as { body?: unknown }).body;
-      const body = (spec.parseBody ? spec.parseBody(raw) : spec.body ? parse<Body>(spec.body, raw) : undefined) as Body;
+      const body = (spec.parseBody ? spec.parseBody(raw) : spec.body ? parse<Body>(spec.body, raw) : raw) as Body;
       const query = Object.fromEntries(Object.entries(ctx.query).map(([key, value]) => [key, Array.isArray(value) ? value[0] : value]));
       const answer = await handler({ ctx, caller, body, params: ctx.params as Record<string, string>, query });
       ctx.status = answer.status;
+      for (const [name, value] of Object.entries(answer.headers ?? {})) ctx.set(name, value);
       if (answer.body !== undefined) ctx.body = answer.body;
-    });
+    };
+    const paths = spec.rawBodyLimit === undefined ? [spec.path] : [spec.path, `${spec.path}/*path`];
+    const methods = spec.method === 'all' ? PASS_THROUGH_METHODS.map((method) => method.toUpperCase()) : [spec.method.toUpperCase()];
+    for (const path of paths) this.router.register(path, methods, [parser, route]);
   }
+}
+
+/** The request body as bytes, whatever its type, refused past `limit` (413). */
+function rawBody(limit: number) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw new ApiError(413, 'payload_too_large', `request body too large: the limit is ${limit} bytes (${limit / 1024 / 1024} MiB)`);
+      chunks.push(chunk);
+    }
+    (ctx.request as { body?: unknown }).body = Buffer.concat(chunks);
+    await next();
+  };
 }

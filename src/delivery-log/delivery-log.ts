@@ -256,6 +256,7 @@ export class DeliveryLog {
         await trx.deleteFrom('deliveries').where('id', 'in', part).execute();
       }
       await trx.deleteFrom('events').where('created_at', '<', before).execute();
+      await trx.deleteFrom('oauth_states').where('used_at', '<', before).execute();
     });
     return ids.length;
   }

@@ -3,10 +3,8 @@ import type { Encryption } from '../encryption';
 import type { InstallationsTable, Schema } from './schema';
 import type { InstallationProjection, InstallationStatus, InstallationSummary, SigningSecret } from './types';
 
-/** What an attempt needs of its installation: where to send, whether to, with which secrets. */
-export interface InstallationTarget extends InstallationSummary {
-  signingSecrets: SigningSecret[];
-}
+/** What an attempt or a call into an isolate needs of its installation. */
+export type InstallationTarget = Omit<InstallationProjection, 'updatedAt'>;
 
 /**
  * The installations' read model in the log's database. Each installation workflow writes
@@ -32,6 +30,9 @@ export class InstallationIndex {
       events: JSON.stringify(installation.events),
       url: installation.url ?? null,
       secrets: this.encryption.seal(JSON.stringify(installation.signingSecrets)),
+      version: installation.version ?? null,
+      scopes: JSON.stringify(installation.scopes),
+      configuration: this.encryption.seal(JSON.stringify(installation.configuration)),
       revision: installation.revision,
       created_at: Date.parse(installation.createdAt),
       updated_at: Date.parse(installation.updatedAt),
@@ -47,6 +48,7 @@ export class InstallationIndex {
             events: eb.ref('excluded.events'),
             url: eb.ref('excluded.url'),
             secrets: eb.ref('excluded.secrets'),
+            configuration: eb.ref('excluded.configuration'),
             revision: eb.ref('excluded.revision'),
             updated_at: eb.ref('excluded.updated_at'),
           }))
@@ -65,7 +67,18 @@ export class InstallationIndex {
   async targets(ids: string[]): Promise<Map<string, InstallationTarget>> {
     if (ids.length === 0) return new Map();
     const rows = await this.db.selectFrom('installations').selectAll().where('id', 'in', ids).execute();
-    return new Map(rows.map((row) => [row.id, { ...summaryOf(row), signingSecrets: JSON.parse(this.encryption.open(row.secrets)) as SigningSecret[] }]));
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          ...summaryOf(row),
+          signingSecrets: JSON.parse(this.encryption.open(row.secrets)) as SigningSecret[],
+          ...(row.version !== null && { version: row.version }),
+          scopes: JSON.parse(row.scopes) as string[],
+          configuration: JSON.parse(this.encryption.open(row.configuration)) as Record<string, unknown>,
+        },
+      ]),
+    );
   }
 }
 

@@ -71,11 +71,21 @@ const migrations: Record<string, Migration> = {
         .addColumn('events', 'text', (c) => c.notNull())
         .addColumn('url', 'text')
         .addColumn('secrets', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer')
+        .addColumn('scopes', 'text', (c) => c.notNull())
+        .addColumn('configuration', 'text', (c) => c.notNull())
         .addColumn('revision', 'integer', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('installations_organization').on('installations').columns(['organization_id', 'status']).execute();
+
+      await db.schema
+        .createTable('oauth_states')
+        .addColumn('nonce', 'text', (c) => c.primaryKey())
+        .addColumn('installation_id', 'text', (c) => c.notNull())
+        .addColumn('used_at', 'bigint', (c) => c.notNull())
+        .execute();
     },
   },
 };

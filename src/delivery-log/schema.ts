@@ -61,9 +61,21 @@ export interface InstallationsTable {
   url: string | null;
   /** JSON of the signing secrets, sealed. */
   secrets: string;
+  version: number | null;
+  /** JSON array. */
+  scopes: string;
+  /** JSON of the configuration, sealed: it may hold OAuth credentials. */
+  configuration: string;
   revision: number;
   created_at: number;
   updated_at: number;
+}
+
+/** OAuth states spent (each may be used once); kept past their expiry, then purged. */
+export interface OAuthStatesTable {
+  nonce: string;
+  installation_id: string;
+  used_at: number;
 }
 
 export interface Schema {
@@ -71,4 +83,5 @@ export interface Schema {
   deliveries: DeliveriesTable;
   attempts: AttemptsTable;
   installations: InstallationsTable;
+  oauth_states: OAuthStatesTable;
 }

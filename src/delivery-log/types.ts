@@ -96,6 +96,10 @@ export interface InstallationSummary {
 export interface InstallationProjection extends InstallationSummary {
   signingSecrets: SigningSecret[];
   updatedAt: string;
+  /** The installed integration version (none for webhooks), its scopes, the configuration as stored (credentials included). */
+  version?: number;
+  scopes: string[];
+  configuration: Record<string, unknown>;
 }
 
 /** One delivery of an attempt batch, as the log knows it. */

@@ -12,14 +12,14 @@ function reaches(installation: InstallationSummary, event: IngestedEvent): boole
 }
 
 /**
- * One delivery per webhook installation the event reaches and that selected its type:
- * active ones get attempts, paused ones a `skipped` record.
+ * One delivery per installation the event reaches and that takes its type: a webhook that
+ * selected it, or an integration whose code handles it and whose scopes allow it. Active
+ * ones get attempts, paused ones a `skipped` record.
  */
 export function planDeliveries(event: IngestedEvent, eventId: string, installations: InstallationSummary[]): NewDelivery[] {
   return installations
     .filter(
       (installation) =>
-        installation.integration === WEBHOOK_INTEGRATION &&
         (installation.status === 'active' || installation.status === 'paused') &&
         installation.events.includes(event.type) &&
         (!event.installationId || event.installationId === installation.id) &&
@@ -31,7 +31,7 @@ export function planDeliveries(event: IngestedEvent, eventId: string, installati
       installationId: installation.id,
       organizationId: installation.target.org,
       eventType: event.type,
-      body: serializePayload(event, eventId, installation.id),
+      body: serializePayload(event, eventId, installation.id, installation.integration !== WEBHOOK_INTEGRATION),
       url: installation.url,
       skipReason: installation.status === 'paused' ? 'installation_paused' : undefined,
     }));

@@ -73,3 +73,13 @@ export function missingRequired(schema: ConfigurationSchema, configuration: Conf
   const has = (field: string) => Object.prototype.hasOwnProperty.call(configuration, field);
   return (schema.required ?? []).filter((field) => !has(field) || configuration[field] === undefined || configuration[field] === '');
 }
+
+/** Where an integration's OAuth flow stores what the provider gave it (SPEC.md). */
+export const OAUTH_CREDENTIALS = 'oauth_credentials';
+
+/** What people and listings see of stored credentials: that they exist, not what they are. */
+export function maskCredentials(configuration: Configuration): Configuration {
+  const credentials = configuration[OAUTH_CREDENTIALS];
+  if (typeof credentials !== 'object' || credentials === null) return configuration;
+  return { ...configuration, [OAUTH_CREDENTIALS]: Object.fromEntries(Object.keys(credentials).map((key) => [key, '********'])) };
+}

@@ -3,7 +3,7 @@ import { INSPECTOR_SOURCE, MAX_COMPONENTS } from './inspector-module';
 import { WorkerdProcess, WorkerdStartError } from './workerd-process';
 import { Semaphore } from './semaphore';
 
-export type ScriptInspection = { ok: true; componentIds: string[] } | { ok: false; error: string };
+export type ScriptInspection = { ok: true; componentIds: string[]; eventTypes: string[] } | { ok: false; error: string };
 
 /** The script's own time and memory at publish (the isolate's start is not counted). */
 export const INSPECTION_LIMITS = { wallClockMs: 2000, memoryBytes: 128 * 1024 * 1024 };
@@ -16,9 +16,13 @@ const validateReport = new Ajv({ strict: true }).compile({
   oneOf: [
     {
       type: 'object',
-      required: ['ok', 'componentIds'],
+      required: ['ok', 'componentIds', 'eventTypes'],
       additionalProperties: false,
-      properties: { ok: { const: true }, componentIds: { type: 'array', maxItems: MAX_COMPONENTS, items: { type: 'string', maxLength: 200 } } },
+      properties: {
+        ok: { const: true },
+        componentIds: { type: 'array', maxItems: MAX_COMPONENTS, items: { type: 'string', maxLength: 200 } },
+        eventTypes: { type: 'array', maxItems: MAX_COMPONENTS, items: { type: 'string', maxLength: 200 } },
+      },
     },
     {
       type: 'object',
@@ -28,7 +32,7 @@ const validateReport = new Ajv({ strict: true }).compile({
     },
   ],
 });
-type Report = { ok: true; componentIds: string[] } | { ok: false; kind: 'throws' | 'not_integration' | 'too_many'; error: string };
+type Report = { ok: true; componentIds: string[]; eventTypes: string[] } | { ok: false; kind: 'throws' | 'not_integration' | 'too_many'; error: string };
 
 const NOT_AN_INTEGRATION = 'the default export does not come from createIntegration()';
 
@@ -57,8 +61,8 @@ async function inspectOnce(bundle: string): Promise<ScriptInspection> {
     throw err;
   }
   try {
-    const response = await isolate.fetch('/', {}, INSPECTION_LIMITS.wallClockMs);
-    const text = await response.text();
+    const response = await isolate.call('/', {}, INSPECTION_LIMITS.wallClockMs);
+    const text = response.body.toString('utf8');
     let report: unknown;
     try {
       report = text.length <= MAX_REPORT_BYTES ? JSON.parse(text) : undefined;
@@ -80,7 +84,7 @@ async function inspectOnce(bundle: string): Promise<ScriptInspection> {
 function explain(report: Report): ScriptInspection {
   if (report.ok) return report;
   if (report.kind === 'not_integration') return { ok: false, error: NOT_AN_INTEGRATION };
-  if (report.kind === 'too_many') return { ok: false, error: `the script registers more than ${MAX_COMPONENTS} components` };
+  if (report.kind === 'too_many') return { ok: false, error: `the script registers more than ${MAX_COMPONENTS} components or event handlers` };
   const message = report.error.slice(0, 1000);
   // A CommonJS bundle (the CLI made them before ES modules) fails on these first.
   const hint = /^(module|exports|require) is not defined$/.test(message) ? ' (integration bundles are ES modules: bundle and publish again with the current `platform` CLI)' : '';

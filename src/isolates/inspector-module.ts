@@ -1,6 +1,6 @@
 import { INTEGRATION_BRAND } from '../runtime';
 
-/** Component ids a report may carry; more is not a real integration. */
+/** Component ids (or event types) a report may carry; more is not a real integration. */
 export const MAX_COMPONENTS = 200;
 
 /**
@@ -31,6 +31,19 @@ function own(object, key) {
   const descriptor = getOwnDescriptor(object, key);
   return descriptor !== undefined && hasOwn(descriptor, 'value') ? descriptor.value : undefined;
 }
+// An own array of strings as JSON items; undefined if not one, null if too long.
+function strings(list) {
+  if (!isArray(list)) return undefined;
+  const count = own(list, 'length');
+  if (typeof count !== 'number' || count > MAX) return null;
+  let out = '';
+  for (let i = 0; i < count; i++) {
+    const item = own(list, i);
+    if (typeof item !== 'string') return undefined;
+    out += (i === 0 ? '' : ',') + stringify(item);
+  }
+  return out;
+}
 function messageOf(error) {
   try {
     const message = typeof error === 'object' && error !== null ? error.message : error;
@@ -51,17 +64,11 @@ export default Object.freeze({
     try {
       const exported = own(namespace, 'default');
       if (typeof exported !== 'object' || exported === null || own(exported, BRAND) !== true) return failure('not_integration', '');
-      const ids = own(exported, 'componentIds');
-      if (!isArray(ids)) return failure('not_integration', '');
-      const count = own(ids, 'length');
-      if (typeof count !== 'number' || count > MAX) return failure('too_many', '');
-      let list = '';
-      for (let i = 0; i < count; i++) {
-        const id = own(ids, i);
-        if (typeof id !== 'string') return failure('not_integration', '');
-        list += (i === 0 ? '' : ',') + stringify(id);
-      }
-      return report('{"ok":true,"componentIds":[' + list + ']}');
+      const components = strings(own(exported, 'componentIds'));
+      const events = strings(own(exported, 'eventTypes'));
+      if (components === undefined || events === undefined) return failure('not_integration', '');
+      if (components === null || events === null) return failure('too_many', '');
+      return report('{"ok":true,"componentIds":[' + components + '],"eventTypes":[' + events + ']}');
     } catch (error) {
       return failure('throws', messageOf(error));
     }

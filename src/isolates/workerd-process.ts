@@ -1,5 +1,6 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { Miniflare } from 'miniflare';
+import { Miniflare, type Request as MiniflareRequest, type Response as MiniflareResponse } from 'miniflare';
 import { childrenOf, isAlive, listeningPorts, residentBytes } from '../net/procfs';
 
 /** The workerd release's own date, pinned so that an upgrade changes no behaviour unasked. */
@@ -16,10 +17,24 @@ export interface WorkerdModule {
   contents: string;
 }
 
+/** A Node-side handler of requests from the isolate (miniflare's `{node}` service). */
+export type NodeService = (req: IncomingMessage, res: ServerResponse) => void;
+
 export interface WorkerdProcessOptions {
   /** The first module is the main one. */
   modules: WorkerdModule[];
   memoryLimitBytes: number;
+  /** Where the isolate's fetch() goes; omitted: no outbound network at all. Sockets are refused either way. */
+  outbound?: (request: MiniflareRequest) => Promise<MiniflareResponse>;
+  /** Service bindings handed to the worker's env. */
+  bindings?: Record<string, NodeService>;
+}
+
+/** What the isolate answered. */
+export interface IsolateAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
 }
 
 /** Why a process ended before it was disposed of. */
@@ -39,10 +54,13 @@ export class WorkerdProcess {
   private static poller?: NodeJS.Timeout;
   endReason?: EndReason;
   private disposed = false;
+  /** Keep-alive to the worker's socket: a call costs no new connection. */
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
   private constructor(
     private readonly miniflare: Miniflare,
     readonly pid: number,
+    /** The worker's direct socket. */
     readonly url: URL,
     private readonly memoryLimitBytes: number,
   ) {}
@@ -54,9 +72,12 @@ export class WorkerdProcess {
       modules: options.modules.map(({ name, type, contents }) => ({ type, path: `/${name}`, contents })),
       compatibilityDate: COMPATIBILITY_DATE,
       // No outbound network at all unless a caller routes it through the egress guard.
-      outboundService: { network: { allow: [], deny: [] } },
+      outboundService: options.outbound ?? { network: { allow: [], deny: [] } },
+      serviceBindings: Object.fromEntries(Object.entries(options.bindings ?? {}).map(([name, node]) => [name, { node }])),
       host: '127.0.0.1',
       port: 0,
+      // A socket straight to the worker, past miniflare's entry worker: the platform's calls take it.
+      unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
       handleRuntimeStdio: (stdout: Readable, err: Readable) => {
         stdout.resume();
         err.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_KEPT)));
@@ -74,7 +95,7 @@ export class WorkerdProcess {
       await miniflare.dispose().catch(() => undefined);
       throw new WorkerdStartError('the isolate runtime started, but its process was not found');
     }
-    const started = new WorkerdProcess(miniflare, pid, url, options.memoryLimitBytes);
+    const started = new WorkerdProcess(miniflare, pid, await miniflare.unsafeGetDirectURL(), options.memoryLimitBytes);
     WorkerdProcess.watch(started);
     return started;
   }
@@ -83,13 +104,19 @@ export class WorkerdProcess {
    * A call into the isolate that may take at most `deadlineMs`: past it the process is
    * killed, the call fails, and the process is gone for every other caller too.
    */
-  async fetch(path: string, init: RequestInit, deadlineMs: number): Promise<Response> {
+  call(path: string, request: { method?: string; headers?: Record<string, string>; body?: Buffer }, deadlineMs: number): Promise<IsolateAnswer> {
     const deadline = setTimeout(() => this.kill('deadline'), deadlineMs);
-    try {
-      return await fetch(new URL(path, this.url), init);
-    } finally {
-      clearTimeout(deadline);
-    }
+    return new Promise<IsolateAnswer>((resolve, reject) => {
+      const outgoing = http.request(new URL(path, this.url), { method: request.method ?? 'GET', headers: request.headers, agent: this.agent });
+      outgoing.on('error', reject);
+      outgoing.on('response', (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: Buffer.concat(chunks) }));
+      });
+      outgoing.end(request.body);
+    }).finally(() => clearTimeout(deadline));
   }
 
   kill(reason: EndReason): void {
@@ -110,6 +137,7 @@ export class WorkerdProcess {
     if (this.disposed) return;
     this.disposed = true;
     WorkerdProcess.live.delete(this);
+    this.agent.destroy();
     // miniflare SIGKILLs its workerd process and waits for it to exit.
     await this.miniflare.dispose().catch(() => undefined);
   }

@@ -13,6 +13,9 @@ export function platformPortsOf(config: PlatformConfig, extraPids: (number | und
 /** Webhook receivers: private targets only with PLATFORM_ALLOW_PRIVATE_TARGETS; the platform's ports never. */
 export const webhookGuard = (allowPrivate: boolean, platformPorts: PlatformPorts) => new DestinationGuard({ allowPrivate, platformPorts });
 
+/** Integration code: public addresses and PLATFORM_EGRESS_ALLOW only; the platform's ports never. */
+export const egressGuard = (allow: readonly string[], platformPorts: PlatformPorts) => new DestinationGuard({ allowPrivate: false, allow, platformPorts });
+
 /**
  * Refuses, at start, a PLATFORM_EGRESS_ALLOW entry that names a port of the platform on
  * this host: the guard would refuse it at every connection anyway, so say so at once.

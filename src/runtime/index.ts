@@ -1,33 +1,47 @@
 /**
  * The integration SDK, imported by integration code as `integration-platform/runtime`
- * (SPEC.md: createIntegration, createComponent).
+ * (SPEC.md: createIntegration, createComponent, createOAuthHandler). It runs inside the
+ * integration's workerd isolate: `createIntegration()`'s result is the worker itself.
  */
+import type { PlatformApi } from './api';
+import type { ComponentDefinition } from './components';
+import { handleEnvelope, type WorkerContext, type WorkerEnv } from './envelope';
+import type { IntegrationEnvironment, IntegrationEvent } from './types';
+
+export * from './types';
+export { ExposableError } from './errors';
+export { createComponent, type ComponentDefinition, type ComponentElement } from './components';
+export { createOAuthHandler, type OAuthConfig } from './oauth';
+export type { PlatformApi, InstallationResource } from './api';
 
 /** Marks what createIntegration returns, so the platform can tell a script's entry point. */
 export const INTEGRATION_BRAND = '__platformIntegration';
 
-export interface ComponentDefinition<Props = Record<string, unknown>, State = Record<string, unknown>> {
-  componentId: string;
-  initialState?: (props: Props) => State;
-  action?: (element: { props: Props; state: State }, action: { action: string; [key: string]: unknown }, context: unknown) => Promise<{ state?: State }>;
-  render: (element: { props: Props; state: State }, context: unknown) => Promise<unknown>;
+/** What every handler gets besides its input. */
+export interface IntegrationContext {
+  environment: IntegrationEnvironment;
+  api: PlatformApi;
+  /** Work that goes on after the response (up to 30 s). */
+  waitUntil(promise: Promise<unknown>): void;
 }
+
+export type EventHandlers = {
+  [Type in Exclude<IntegrationEvent['type'], 'fetch' | 'ui_render'>]?: (event: Extract<IntegrationEvent, { type: Type }>, context: IntegrationContext) => Promise<unknown>;
+};
 
 export interface IntegrationDefinition {
-  fetch?: (request: Request, context: unknown) => Promise<Response>;
+  fetch?: (request: Request, context: IntegrationContext) => Promise<Response>;
   components?: ComponentDefinition<any, any>[];
-  events?: Record<string, (event: unknown, context: unknown) => Promise<unknown>>;
+  events?: EventHandlers;
 }
 
-export interface Integration extends IntegrationDefinition {
+/** The worker module the platform loads: workerd calls its `fetch` with each envelope. */
+export interface Integration {
   readonly [INTEGRATION_BRAND]: true;
   readonly componentIds: string[];
-}
-
-export function createComponent<Props = Record<string, unknown>, State = Record<string, unknown>>(definition: ComponentDefinition<Props, State>): ComponentDefinition<Props, State> {
-  if (!definition || typeof definition.componentId !== 'string' || !definition.componentId) throw new TypeError('createComponent needs a componentId');
-  if (typeof definition.render !== 'function') throw new TypeError(`component "${definition.componentId}" needs a render function`);
-  return definition;
+  /** The event types it has handlers for: the platform sends it only these. */
+  readonly eventTypes: string[];
+  fetch(request: Request, env?: WorkerEnv, ctx?: WorkerContext): Promise<Response>;
 }
 
 /** The entry point of an integration's script: its default export. */
@@ -36,5 +50,10 @@ export function createIntegration(definition: IntegrationDefinition): Integratio
   const componentIds = components.map((component) => component.componentId);
   const duplicate = componentIds.find((id, i) => componentIds.indexOf(id) !== i);
   if (duplicate) throw new TypeError(`component "${duplicate}" is registered twice`);
-  return { ...definition, components, componentIds, [INTEGRATION_BRAND]: true };
+  return {
+    [INTEGRATION_BRAND]: true,
+    componentIds,
+    eventTypes: Object.keys(definition.events ?? {}).filter((type) => typeof definition.events?.[type as keyof EventHandlers] === 'function'),
+    fetch: (request, env, ctx) => handleEnvelope(definition, components, request, env, ctx),
+  };
 }

@@ -3,6 +3,13 @@ import type { JSONSchemaType, SchemaObject } from 'ajv';
 /** The webhook event types of SPEC.md's Events section. */
 export const WEBHOOK_EVENT_TYPES = ['space_content_updated', 'site_view', 'page_feedback'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** Runtime events (SPEC.md) the platform fires from outside, through ingest. */
+export const RUNTIME_EVENT_TYPES = ['space_view', 'space_content_updated', 'space_visibility_updated', 'space_gitsync_started', 'space_gitsync_completed'] as const;
+/** Every type ingest takes. */
+export const INGESTED_EVENT_TYPES = [...new Set([...WEBHOOK_EVENT_TYPES, ...RUNTIME_EVENT_TYPES])] as const;
+export type IngestedEventType = (typeof INGESTED_EVENT_TYPES)[number];
+/** The platform's own events: fired by installations and components, never ingested. */
+export const PLATFORM_OWN_EVENT_TYPES = ['installation_setup', 'space_installation_setup', 'ui_render'] as const;
 
 export interface Visitor {
   anonymousId: string;
@@ -40,7 +47,29 @@ export interface PageFeedback extends Common {
   url: string;
   referrer: string;
 }
-export type IngestedEvent = SpaceContentUpdated | SiteView | PageFeedback;
+export interface SpaceView extends Common {
+  type: 'space_view';
+  spaceId: string;
+  pageId?: string;
+  visitor?: Visitor;
+}
+export interface SpaceVisibilityUpdated extends Common {
+  type: 'space_visibility_updated';
+  spaceId: string;
+  visibility: string;
+}
+export interface SpaceGitSyncStarted extends Common {
+  type: 'space_gitsync_started';
+  spaceId: string;
+  commitId?: string;
+}
+export interface SpaceGitSyncCompleted extends Common {
+  type: 'space_gitsync_completed';
+  spaceId: string;
+  commitId?: string;
+  state: 'success' | 'failure';
+}
+export type IngestedEvent = SpaceContentUpdated | SiteView | PageFeedback | SpaceView | SpaceVisibilityUpdated | SpaceGitSyncStarted | SpaceGitSyncCompleted;
 
 const str = { type: 'string', minLength: 1 } as const;
 const visitor: JSONSchemaType<Visitor> = {
@@ -94,11 +123,41 @@ const pageFeedback: JSONSchemaType<PageFeedback> = {
   },
 };
 
-/** Typed above against the TypeScript types; one schema per type serves ajv and OpenAPI. */
-export const eventSchemas: Record<WebhookEventType, SchemaObject> = {
+const optionalStr = { type: 'string', minLength: 1, nullable: true } as const;
+const spaceView: JSONSchemaType<SpaceView> = {
+  type: 'object',
+  required: ['type', 'organizationId', 'spaceId'],
+  additionalProperties: false,
+  properties: { ...common, type: { type: 'string', const: 'space_view' }, spaceId: str, pageId: optionalStr, visitor: { ...visitor, nullable: true } },
+};
+const spaceVisibilityUpdated: JSONSchemaType<SpaceVisibilityUpdated> = {
+  type: 'object',
+  required: ['type', 'organizationId', 'spaceId', 'visibility'],
+  additionalProperties: false,
+  properties: { ...common, type: { type: 'string', const: 'space_visibility_updated' }, spaceId: str, visibility: str },
+};
+const spaceGitSyncStarted: JSONSchemaType<SpaceGitSyncStarted> = {
+  type: 'object',
+  required: ['type', 'organizationId', 'spaceId'],
+  additionalProperties: false,
+  properties: { ...common, type: { type: 'string', const: 'space_gitsync_started' }, spaceId: str, commitId: optionalStr },
+};
+const spaceGitSyncCompleted: JSONSchemaType<SpaceGitSyncCompleted> = {
+  type: 'object',
+  required: ['type', 'organizationId', 'spaceId', 'state'],
+  additionalProperties: false,
+  properties: { ...common, type: { type: 'string', const: 'space_gitsync_completed' }, spaceId: str, commitId: optionalStr, state: { type: 'string', enum: ['success', 'failure'] } },
+};
+
+/** Typed above against the TypeScript types; one schema per type serves ajv, OpenAPI and `/schemas/events.json`. */
+export const eventSchemas: Record<IngestedEventType, SchemaObject> = {
   space_content_updated: spaceContentUpdated,
   site_view: siteView,
   page_feedback: pageFeedback,
+  space_view: spaceView,
+  space_visibility_updated: spaceVisibilityUpdated,
+  space_gitsync_started: spaceGitSyncStarted,
+  space_gitsync_completed: spaceGitSyncCompleted,
 };
 
 /** The payload fields of SPEC.md for each type, in its order; nothing else is sent. */
@@ -108,20 +167,26 @@ const payloadFields: Record<WebhookEventType, readonly string[]> = {
   page_feedback: ['eventId', 'type', 'siteId', 'spaceId', 'installationId', 'pageId', 'feedback', 'visitor', 'url', 'referrer'],
 };
 
-/** The exact bytes every attempt of one delivery sends. */
-export function serializePayload(event: IngestedEvent, eventId: string, installationId: string): string {
+/**
+ * The exact bytes every attempt of one delivery sends: SPEC.md's payload fields for a
+ * webhook; for integration code, the event as ingested without the organization.
+ */
+export function serializePayload(event: IngestedEvent, eventId: string, installationId: string, forIntegration = false): string {
   const source: Record<string, unknown> = { ...event, eventId, installationId };
-  return JSON.stringify(Object.fromEntries(payloadFields[event.type].map((field) => [field, source[field]])));
+  if (forIntegration) {
+    const { organizationId: _organizationId, ...payload } = source;
+    return JSON.stringify(payload);
+  }
+  return JSON.stringify(Object.fromEntries(payloadFields[event.type as WebhookEventType].map((field) => [field, source[field]])));
 }
 
 /** Which installation targets an event reaches: its site, its space, and the whole organization. */
 export function eventTargets(event: IngestedEvent): { spaceId?: string; siteId?: string } {
   switch (event.type) {
-    case 'space_content_updated':
-      return { spaceId: event.spaceId };
     case 'site_view':
-      return { siteId: event.siteId };
     case 'page_feedback':
       return { siteId: event.siteId };
+    default:
+      return { spaceId: event.spaceId };
   }
 }

@@ -1,17 +1,18 @@
 import * as wf from '@temporalio/workflow';
-import { applyPatch, type Configuration } from '../integrations/configuration';
+import { applyPatch, maskCredentials, type Configuration } from '../integrations/configuration';
 import { checkInstallationPatch, configurationComplete, type ConfigurationSchemas } from '../integrations/installation-rules';
-import { selectedEvents, type Target } from '../integrations/webhook';
+import { selectedEvents, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
+import { deliverableEvents } from '../integrations/event-scopes';
 import { HistoryBudget } from './continue-as-new';
 import { invalid } from './errors';
-import type { createActivities } from '../activities';
+import type { createActivities, PlatformEvent } from '../activities';
 import type { InstallationProjection, InstallationStatus, SigningSecret } from '../delivery-log/types';
 
 /** A rotated-out secret stays valid this long, and is signed with meanwhile (DESIGN.md §3). */
 export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
 
-/** The read model's write: short, local, retried until the database takes it. */
-const { saveInstallation } = wf.proxyLocalActivities<ReturnType<typeof createActivities>>({
+/** The read model's write and the installation's own events: short, local, retried until the database takes them. */
+const { saveInstallation, dispatchInstallationEvents } = wf.proxyLocalActivities<ReturnType<typeof createActivities>>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
 });
@@ -31,6 +32,11 @@ export interface InstallationState {
   revision: number;
   /** Newest first. */
   signingSecrets: SigningSecret[];
+  /** The installed version's scopes and the event types its code handles (none for webhooks). */
+  scopes?: string[];
+  eventTypes?: string[];
+  /** space_installation_setup went out. */
+  spaceAnnounced?: boolean;
 }
 
 /** What the API shows; secrets are never part of it. */
@@ -52,6 +58,8 @@ export interface NewInstallation {
   configurations?: ConfigurationSchemas;
   target: Target;
   signingSecret: string;
+  scopes?: string[];
+  eventTypes?: string[];
 }
 
 export const installationWorkflowId = (id: string): string => `installation/${id}`;
@@ -86,7 +94,7 @@ function statusOf(state: InstallationState): InstallationStatus {
 
 function view(state: InstallationState): InstallationView {
   const { id, integration, version, target, configuration, createdAt, updatedAt } = state;
-  return { id, integration, version, target, status: statusOf(state), configuration, createdAt, updatedAt };
+  return { id, integration, version, target, status: statusOf(state), configuration: maskCredentials(configuration), createdAt, updatedAt };
 }
 
 function projection(state: InstallationState): InstallationProjection {
@@ -96,8 +104,11 @@ function projection(state: InstallationState): InstallationProjection {
     integration: state.integration,
     target: state.target,
     status: statusOf(state),
-    events: selectedEvents(state.target, state.configuration),
+    events: state.integration === WEBHOOK_INTEGRATION ? selectedEvents(state.target, state.configuration) : deliverableEvents(state.eventTypes ?? [], state.scopes ?? []),
     url: typeof url === 'string' ? url : undefined,
+    version: state.version,
+    scopes: state.scopes ?? [],
+    configuration: state.configuration,
     createdAt: state.createdAt,
     updatedAt: state.updatedAt,
     revision: state.revision,
@@ -121,6 +132,22 @@ export async function installationWorkflow(state: InstallationState, historyLimi
     await saveInstallation(projection(state));
     return view(state);
   }
+  /**
+   * SPEC.md: every configuration edit (the first is the install) fires installation_setup
+   * with the status and what it was before; a space installation's first also fires
+   * space_installation_setup. Only to code that handles them.
+   */
+  async function announceSetup(previous: { status: InstallationStatus; configuration: Configuration }): Promise<void> {
+    const handled = state.eventTypes ?? [];
+    const common = { installationId: state.id, status: statusOf(state), previous: { status: previous.status === 'deleted' ? 'paused' : previous.status, configuration: previous.configuration } };
+    const events: PlatformEvent[] = [];
+    if (handled.includes('installation_setup')) events.push({ type: 'installation_setup', eventId: `evt_setup_${state.id}_${state.revision}`, ...common });
+    if (handled.includes('space_installation_setup') && state.target.space && !state.spaceAnnounced) {
+      events.push({ type: 'space_installation_setup', eventId: `evt_space_setup_${state.id}`, spaceId: state.target.space, ...common });
+      state.spaceAnnounced = true;
+    }
+    if (events.length) await dispatchInstallationEvents({ id: state.id, org: state.target.org }, events);
+  }
   const notDeleted = () => {
     if (state.deleted) throw invalid('the installation is deleted');
   };
@@ -130,9 +157,12 @@ export async function installationWorkflow(state: InstallationState, historyLimi
 
   wf.setHandler(
     configureUpdate,
-    (patch) => {
+    async (patch) => {
+      const previous = { status: statusOf(state), configuration: state.configuration };
       state.configuration = applyPatch(state.configuration, patch);
-      return changed();
+      const answer = await changed();
+      await announceSetup(previous);
+      return answer;
     },
     {
       validator: (patch) => {

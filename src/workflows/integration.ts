@@ -8,8 +8,10 @@ export interface IntegrationVersion {
   name: string;
   version: number;
   manifest: Manifest;
-  /** The CommonJS bundle. */
+  /** The bundle: one ES module. */
   script: string;
+  /** The event types its default export handles, from the publish inspection. */
+  eventTypes?: string[];
   /** Path next to the manifest -> base64. */
   assets: Record<string, string>;
   /** Secret name -> value, substituted by the CLI at publish. */
@@ -28,6 +30,8 @@ export interface IntegrationSummary {
   description: string;
   summary?: string;
   scopes: string[];
+  /** Event types the latest version handles. */
+  eventTypes?: string[];
   categories?: string[];
   blocks?: Manifest['blocks'];
   externalLinks?: Manifest['externalLinks'];
@@ -51,7 +55,7 @@ export const REGISTRY_WORKFLOW_ID = 'integrations';
 
 /** Publishing is two steps around the API starting the version's workflow (too big for an update). */
 export const reserveVersionUpdate = wf.defineUpdate<number, [string]>('reserveVersion');
-export const commitVersionUpdate = wf.defineUpdate<{ name: string; version: number }, [number, Manifest, string]>('commitVersion');
+export const commitVersionUpdate = wf.defineUpdate<{ name: string; version: number }, [number, Manifest, string, string[]]>('commitVersion');
 export const integrationQuery = wf.defineQuery<IntegrationState>('integration');
 export const versionQuery = wf.defineQuery<IntegrationVersion>('version');
 export const integrationPublishedSignal = wf.defineSignal<[IntegrationListing]>('integrationPublished');
@@ -87,7 +91,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
   );
   wf.setHandler(
     commitVersionUpdate,
-    async (version, manifest) => {
+    async (version, manifest, _ownerOrg, eventTypes) => {
       budget.spend();
       if (state.summary && state.summary.latestVersion >= version) return { name: state.name, version };
       const updatedAt = new Date().toISOString();
@@ -100,6 +104,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
         description: manifest.description,
         summary: manifest.summary,
         scopes: manifest.scopes,
+        eventTypes,
         categories: manifest.categories,
         blocks: manifest.blocks,
         externalLinks: manifest.externalLinks,
@@ -111,7 +116,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
       return { name, version };
     },
     {
-      validator: (version, _manifest, ownerOrg) => {
+      validator: (version, _manifest, ownerOrg, _eventTypes) => {
         ownerOnly(ownerOrg);
         if (!Number.isInteger(version) || version < 1 || version > reserved) throw conflict(`version ${version} was never reserved`);
       },

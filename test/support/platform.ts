@@ -1,16 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../../src/api/app';
 import { createLogger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
-import { EncryptionCodec } from '../../src/temporal/codec';
-import { createWorker } from '../../src/worker';
+import { createTestWorker } from './worker';
 import { namespaceFor } from './namespaces';
 import { testDatabaseUrl, testPlatformPorts, testSettings } from './settings';
 import { openDeliveryLog, type DeliveryLogStores } from '../../src/delivery-log';
-import { webhookGuard } from '../../src/net/guards';
+import { egressGuard, webhookGuard } from '../../src/net/guards';
+import { createIntegrationRuntime } from '../../src/isolates';
+import type { IsolatePool } from '../../src/isolates/isolate-pool';
+import type { IntegrationRuntime } from '../../src/isolates/integration-runtime';
+import { freePort } from '../../src/temporal/dev-server';
 import type { PlatformPorts } from '../../src/net/platform-ports';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 
@@ -26,6 +28,8 @@ export interface TestPlatformOptions {
   worker?: boolean;
   /** Share another platform's administrator (two APIs of one deployment). */
   adminToken?: string;
+  /** `host:port` pairs integration code may reach (PLATFORM_EGRESS_ALLOW). */
+  egressAllow?: string[];
   /** The delivery log: a fresh SQLite file (default), a fresh PostgreSQL database, or another platform's (`databaseUrl`). */
   database?: 'sqlite' | 'postgres';
   databaseUrl?: string;
@@ -49,6 +53,8 @@ export class TestPlatform {
   platformPorts!: PlatformPorts;
   stores!: DeliveryLogStores;
   databaseUrl!: string;
+  isolates!: IsolatePool;
+  runtime!: IntegrationRuntime;
 
   constructor(
     testFile: string,
@@ -61,44 +67,39 @@ export class TestPlatform {
   }
 
   async start(): Promise<this> {
-    const { address, bundle, encryptionKey } = testSettings();
+    const { address, encryptionKey } = testSettings();
     const logger = testLogger;
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
     this.platformPorts = testPlatformPorts();
     this.databaseUrl = this.options.databaseUrl ?? (await testDatabaseUrl(this.options.database ?? 'sqlite', this.namespace));
     this.stores = await openDeliveryLog({ url: this.databaseUrl, encryptionKey, namespace: this.namespace });
     const guard = webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
+    // The API's port is chosen first: the isolates' API binding and public endpoints are built from it.
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts });
+    this.isolates = pool;
+    this.runtime = runtime;
     if (this.options.worker !== false) {
-      this.worker = await createWorker({
-        address,
-        namespace: this.namespace,
-        taskQueue: this.taskQueue,
-        encryptionKey,
-        workflowBundle: { code: readFileSync(bundle, 'utf8') },
-        log: this.stores.log,
-        installations: this.stores.installations,
-        webhookGuard: guard,
-        retentionDays: 30,
-        logger,
-        attemptTimeoutMs: this.options.attemptTimeoutMs,
-      });
+      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, allowPrivateTargets: this.options.allowPrivateTargets, attemptTimeoutMs: this.options.attemptTimeoutMs });
       this.workerRun = this.worker.run();
     }
     this.api = await startApi(
       {
         client: this.client,
         taskQueue: this.taskQueue,
-        baseUrl: 'http://127.0.0.1',
+        baseUrl,
         adminToken: this.adminToken,
         webhookGuard: guard,
-        codec: new EncryptionCodec(encryptionKey),
+        encryptionKey: encryptionKey,
         stores: this.stores,
+        runtime,
         deliveryShards: 4,
         logger,
         codecTrustsLoopback: true,
         codecCorsOrigins: [],
       },
-      0,
+      port,
       '127.0.0.1',
     );
     this.platformPorts.add(Number(new URL(this.api.url).port));
@@ -110,6 +111,7 @@ export class TestPlatform {
     if (this.worker && this.worker.getState() === 'RUNNING') this.worker.shutdown();
     await this.workerRun;
     await this.client?.connection.close();
+    await this.isolates?.close();
     await this.stores?.close();
   }
 

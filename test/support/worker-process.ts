@@ -1,33 +1,26 @@
-import { readFileSync } from 'node:fs';
 import { openDeliveryLog } from '../../src/delivery-log';
+import { createIntegrationRuntime } from '../../src/isolates';
 import { createLogger } from '../../src/logger';
-import { webhookGuard } from '../../src/net/guards';
+import { egressGuard } from '../../src/net/guards';
+import { connectClient } from '../../src/temporal/client';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
-import { createWorker } from '../../src/worker';
 import { testPlatformPorts, testSettings } from './settings';
+import { createTestWorker } from './worker';
 
 /**
  * A worker in a process of its own, so a test can SIGKILL it:
- * `node worker-process.js <namespace> <taskQueue> <databaseUrl>`.
+ * `node worker-process.js <namespace> <taskQueue> <databaseUrl> <apiBaseUrl>`.
  */
 async function main(): Promise<void> {
-  const [namespace, taskQueue, databaseUrl] = process.argv.slice(2) as [string, string, string];
-  const { address, bundle, encryptionKey } = testSettings();
+  const [namespace, taskQueue, databaseUrl, baseUrl] = process.argv.slice(2) as [string, string, string, string];
+  const { address, encryptionKey } = testSettings();
   const logger = createLogger('warn');
   installTemporalRuntime(logger);
   const stores = await openDeliveryLog({ url: databaseUrl, encryptionKey, namespace });
-  const worker = await createWorker({
-    address,
-    namespace,
-    taskQueue,
-    encryptionKey,
-    workflowBundle: { code: readFileSync(bundle, 'utf8') },
-    log: stores.log,
-    installations: stores.installations,
-    webhookGuard: webhookGuard(true, testPlatformPorts()),
-    retentionDays: 30,
-    logger,
-  });
+  const client = await connectClient({ address, namespace, encryptionKey });
+  const platformPorts = testPlatformPorts();
+  const { runtime } = createIntegrationRuntime({ client, encryptionKey, baseUrl, egressGuard: egressGuard([], platformPorts), platformPorts });
+  const worker = await createTestWorker({ namespace, taskQueue, client, stores, runtime, baseUrl, platformPorts, logger });
   const running = worker.run();
   process.stdout.write('ready\n');
   await running;

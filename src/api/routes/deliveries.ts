@@ -57,7 +57,8 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         if (!query.org) throw badRequest('the administrator lists one organization at a time: give org or installation', [{ field: 'org', message: 'is required' }]);
         orgs = [query.org];
       } else {
-        orgs = query.org ? caller.orgs.filter((org) => org === query.org) : caller.orgs;
+        const own = caller.kind === 'member' ? caller.orgs : [];
+        orgs = query.org ? own.filter((org) => org === query.org) : own;
       }
       const pageSize = Math.min(Number(query.limit ?? 50), 200) || 50;
       const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since) }, pageSize, query.pageToken);

@@ -1,4 +1,4 @@
-import { eventSchemas, WEBHOOK_EVENT_TYPES, type IngestedEvent, type WebhookEventType } from '../../webhooks/events';
+import { eventSchemas, INGESTED_EVENT_TYPES, PLATFORM_OWN_EVENT_TYPES, type IngestedEvent, type IngestedEventType } from '../../webhooks/events';
 import type { ApiDeps } from '../deps';
 import { badRequest, errorBody, fromEngine, notFound } from '../errors';
 import type { RouteTable } from '../route-table';
@@ -11,10 +11,13 @@ export const MAX_BATCH_EVENTS = 500;
 function parseEvent(body: unknown, prefix = ''): IngestedEvent {
   const type = (body as { type?: unknown } | null)?.type;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the event must be a JSON object', [{ field: prefix || '(body)', message: 'must be an object' }]);
-  if (typeof type !== 'string' || !WEBHOOK_EVENT_TYPES.includes(type as WebhookEventType)) {
-    throw badRequest(`unknown event type ${JSON.stringify(type)}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`, [{ field: `${prefix}type`, message: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }]);
+  if ((PLATFORM_OWN_EVENT_TYPES as readonly unknown[]).includes(type)) {
+    throw badRequest(`${type as string} is the platform's own event: installations and components fire it, ingest does not take it`, [{ field: `${prefix}type`, message: 'is fired by the platform itself' }]);
   }
-  return parse<IngestedEvent>(eventSchemas[type as WebhookEventType], body, `${type} event`);
+  if (typeof type !== 'string' || !INGESTED_EVENT_TYPES.includes(type as IngestedEventType)) {
+    throw badRequest(`unknown event type ${JSON.stringify(type)}; known: ${INGESTED_EVENT_TYPES.join(', ')}`, [{ field: `${prefix}type`, message: `must be one of ${INGESTED_EVENT_TYPES.join(', ')}` }]);
+  }
+  return parse<IngestedEvent>(eventSchemas[type as IngestedEventType], body, `${type} event`);
 }
 
 const batchSchema = { type: 'object', required: ['events'], additionalProperties: false, properties: { events: { type: 'array', minItems: 1, maxItems: MAX_BATCH_EVENTS } } };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import type { Configuration } from '../../integrations/configuration';
+import { OAUTH_CREDENTIALS, type Configuration } from '../../integrations/configuration';
 import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
 import { newInstallationId } from '../../ids';
 import {
@@ -45,7 +45,8 @@ export function installationApi(deps: ApiDeps) {
       .query(installationQuery)
       .catch((err) => Promise.reject(err instanceof WorkflowNotFoundError ? notFound('installation') : err));
     if (installation.status === 'deleted') throw notFound('installation');
-    requireMember(caller, installation.target.org, 'installation');
+    // An installation token sees its own installation, and nothing else exists for it.
+    if (caller.kind === 'installation' ? caller.installationId !== installation.id : !isMember(caller, installation.target.org)) throw notFound('installation');
     return installation;
   }
 
@@ -107,6 +108,8 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
           configurations: integration.name === WEBHOOK_INTEGRATION ? undefined : integration.summary.configurations,
           target,
           signingSecret: newSigningSecret(),
+          scopes: integration.summary.scopes,
+          eventTypes: integration.summary.eventTypes ?? [],
         },
         new Date().toISOString(),
       );
@@ -147,8 +150,9 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     {
       method: 'get',
       path: '/v1/installations/:id',
-      summary: 'Read an installation',
+      summary: 'Read an installation (its own, with an installation token)',
       access: 'member',
+      installation: true,
       responses: { 200: { description: 'The installation', schema: installationSchema }, 404: { description: 'Not found' } },
     },
     async ({ caller, params }) => ({ status: 200, body: api.withUrls(await api.load(caller, params.id!)) }),
@@ -158,13 +162,17 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     {
       method: 'patch',
       path: '/v1/installations/:id/configuration',
-      summary: 'Merge properties into the configuration (null unsets one); validated before it applies',
+      summary: 'Merge properties into the configuration (null unsets one); validated before it applies. `oauth_credentials` only with the installation token',
       access: 'member',
+      installation: true,
       body: { type: 'object' },
       responses: { 200: { description: 'The installation', schema: installationSchema }, 400: { description: 'A property is refused' } },
     },
     async ({ caller, params, body }) => {
       const { target, integration } = await api.load(caller, params.id!);
+      if (caller.kind !== 'installation' && Object.prototype.hasOwnProperty.call(body, OAUTH_CREDENTIALS)) {
+        throw badRequest(`${OAUTH_CREDENTIALS} is set by the integration's OAuth flow, not by hand`, [{ field: `configuration.${OAUTH_CREDENTIALS}`, message: 'is set by the integration' }]);
+      }
       // Webhook URLs need DNS, which workflows cannot do; every other check is the update's.
       if (integration === WEBHOOK_INTEGRATION) await api.checkWebhookConfiguration(target, body);
       const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body] });

@@ -1,4 +1,4 @@
-import { inspectScript } from '../../isolates/inspect-script';
+import { inspectScript, type ScriptInspection } from '../../isolates/inspect-script';
 import { validateManifest } from '../../manifest/validate';
 import { MAX_SCRIPT_BYTES } from '../../manifest/types';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
@@ -55,7 +55,7 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       const assets = new Map(Object.entries(body.assets ?? {}).map(([file, base64]) => [file, Buffer.from(base64, 'base64')]));
       if ([...assets.values()].reduce((sum, bytes) => sum + bytes.length, 0) > MAX_ASSETS_BYTES) throw badRequest('assets exceed 512 KiB in all', [{ field: 'assets', message: 'exceed 512 KiB' }]);
       // SPEC.md makes the script optional; without one, no component exists.
-      const inspection = body.script ? await inspectScript(body.script) : ({ ok: true, componentIds: [] } as const);
+      const inspection: ScriptInspection = body.script ? await inspectScript(body.script) : { ok: true, componentIds: [], eventTypes: [] };
       const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets.get(file), componentIds: inspection.ok ? inspection.componentIds : undefined });
       // Every problem at once: the manifest's, each with its line, and the script's.
       const details = [...errors.map(({ path, ...rest }) => ({ field: path, ...rest })), ...(inspection.ok ? [] : [{ field: 'script', message: inspection.error }])];
@@ -84,9 +84,9 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       await deps.client.workflow.start(integrationVersionWorkflow, {
         workflowId: integrationVersionWorkflowId(manifest.name, version),
         taskQueue: deps.taskQueue,
-        args: [{ name: manifest.name, version, manifest, script: body.script, assets: body.assets ?? {}, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'admin' ? 'admin' : caller.userId }],
+        args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.ok ? inspection.eventTypes : [], assets: body.assets ?? {}, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin' }],
       });
-      const published = await handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id] });
+      const published = await handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id, inspection.ok ? inspection.eventTypes : []] });
       return { status: 201, body: published };
     },
   );

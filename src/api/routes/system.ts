@@ -2,6 +2,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { openApiDocument } from '../openapi';
 import { manifestSchema } from '../../manifest/validate';
+import { eventSchemas } from '../../webhooks/events';
 import type { RouteTable } from '../route-table';
 
 export function systemRoutes(routes: RouteTable, { client, baseUrl }: ApiDeps): void {
@@ -19,6 +20,10 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl }: ApiDeps): 
   routes.add(
     { method: 'get', path: '/openapi.json', summary: 'This document', access: 'anyone', responses: { 200: { description: 'OpenAPI 3.1' } } },
     async () => ({ status: 200, body: openApiDocument(routes.specs, baseUrl) }),
+  );
+  routes.add(
+    { method: 'get', path: '/schemas/events.json', summary: 'JSON Schema of each event type POST /v1/events takes', access: 'anyone', responses: { 200: { description: 'Event type -> JSON Schema' } } },
+    async () => ({ status: 200, body: eventSchemas }),
   );
   routes.add(
     { method: 'get', path: '/schemas/platform-manifest.json', summary: 'JSON Schema of platform-manifest.yaml', access: 'anyone', responses: { 200: { description: 'JSON Schema (draft-07)' } } },

@@ -1,0 +1,121 @@
+import type { InstallationTarget } from '../../delivery-log/installation-index';
+import { publicEndpoint } from '../../integrations/environment';
+import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
+import { IsolateError } from '../../isolates/isolate-pool';
+import type { IsolateAnswer } from '../../isolates/workerd-process';
+import type { ApiDeps } from '../deps';
+import type { Caller } from '../auth';
+import { ApiError, badRequest, notFound } from '../errors';
+import type { RouteTable } from '../route-table';
+
+/** Largest request body the public endpoint passes on. */
+export const PUBLIC_BODY_LIMIT = 10 * 1024 * 1024;
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'proxy-authorization', 'te', 'trailer']);
+
+const componentSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { props: { type: 'object' }, state: { type: 'object' }, action: { type: 'object', required: ['action'], properties: { action: { type: 'string', minLength: 1 } } } },
+};
+
+const elementSchema = { type: 'object', required: ['type', 'state', 'props', 'element'], properties: { type: { const: 'element' }, state: { type: 'object' }, props: { type: 'object' }, element: { type: 'object' } } };
+
+/** An isolate that failed is the platform's problem to report: 502/504 in the platform's error shape. */
+async function invoking(call: () => Promise<IsolateAnswer>): Promise<IsolateAnswer> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof IsolateError) throw new ApiError(err.status, 'integration_unavailable', err.message);
+    throw err;
+  }
+}
+
+export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
+  /** A live installation of a published integration, with what calls into its code need. */
+  async function runnable(id: string): Promise<InstallationTarget | undefined> {
+    const installation = (await deps.installations.targets([id])).get(id);
+    return installation && installation.status !== 'deleted' && installation.integration !== WEBHOOK_INTEGRATION && installation.version !== undefined ? installation : undefined;
+  }
+
+  routes.add<Buffer>(
+    {
+      method: 'all',
+      path: '/v1/integrations/:name/installations/:id/public',
+      summary: 'An installation’s public endpoint (and any path under it): the request goes to the integration’s fetch handler, its answer comes back as it is',
+      access: 'anyone',
+      rawBodyLimit: PUBLIC_BODY_LIMIT,
+      responses: { 200: { description: 'Whatever the integration answers' }, 404: { description: 'No such installation' }, 502: { description: 'The integration failed' }, 504: { description: 'The integration ran past 10 s' } },
+    },
+    async ({ ctx, params, body }) => {
+      const installation = await runnable(params.id!);
+      if (!installation || installation.integration !== params.name) throw notFound('installation');
+      if (installation.status === 'paused') throw new ApiError(403, 'installation_paused', 'the installation is paused');
+      const base = publicEndpoint(deps.baseUrl, installation.integration, installation.id);
+      const subpath = params.path ? `/${Array.isArray(params.path) ? params.path.join('/') : params.path}` : '';
+      const headers = Object.fromEntries(Object.entries(ctx.headers).filter(([name, value]) => !HOP_BY_HOP.has(name) && value !== undefined).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value!]));
+      const event = { type: 'fetch', request: { method: ctx.method, url: `${base}${subpath}${ctx.search}`, headers } };
+      const answer = await invoking(() => deps.runtime.invoke(installation, event, body.length ? body : undefined));
+      const passed = Object.fromEntries(Object.entries(answer.headers).filter(([name, value]) => !HOP_BY_HOP.has(name) && value !== undefined)) as Record<string, string | string[]>;
+      return { status: answer.status, headers: passed, body: answer.body };
+    },
+  );
+
+  routes.add<{ props?: Record<string, unknown>; state?: Record<string, unknown>; action?: { action: string } }>(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/components/:componentId',
+      summary: 'Render a component of the installation’s integration (ui_render); an action may change its state',
+      access: 'member',
+      body: componentSchema,
+      responses: { 200: { description: 'The rendered component', schema: elementSchema }, 404: { description: 'No such installation or component' } },
+    },
+    async ({ caller, params, body }) => {
+      const installation = await runnable(params.id!);
+      if (!installation || caller.kind === 'installation' || !(caller.kind === 'admin' || caller.orgs.includes(installation.target.org))) throw notFound('installation');
+      const answer = await invoking(() => deps.runtime.invoke(installation, { type: 'ui_render', componentId: params.componentId, props: body.props ?? {}, state: body.state, action: body.action }));
+      const parsed = JSON.parse(answer.body.toString('utf8') || 'null') as { error?: string } | null;
+      if (answer.status === 404) throw notFound(`component ${params.componentId}`);
+      if (answer.status >= 400 && answer.status < 500) throw new ApiError(answer.status, 'integration_refused', parsed?.error ?? `the integration answered ${answer.status}`);
+      if (answer.status !== 200) throw new ApiError(502, 'integration_failed', `the integration answered ${answer.status}${parsed?.error ? `: ${parsed.error}` : ''}`);
+      return { status: 200, body: parsed };
+    },
+  );
+}
+
+/** The OAuth flow's state, for integration code (its installation token) only. */
+export function oauthRoutes(routes: RouteTable, { oauthStates }: ApiDeps): void {
+  const own = (caller: Caller, id: string) => {
+    if (caller.kind !== 'installation' || caller.installationId !== id) throw notFound('installation');
+  };
+  routes.add(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/oauth/state',
+      summary: 'Issue an OAuth state bound to the installation (its own token only; 10 minutes, single use)',
+      access: 'member',
+      installation: true,
+      responses: { 200: { description: '{state}' }, 404: { description: 'Not this installation’s token' } },
+    },
+    async ({ caller, params }) => {
+      own(caller, params.id!);
+      return { status: 200, body: { state: oauthStates.issue(params.id!) } };
+    },
+  );
+  routes.add<{ state: string }>(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/oauth/state/verify',
+      summary: 'Spend an OAuth state: 204 once for a good one, 400 for a forged, foreign, expired or replayed one',
+      access: 'member',
+      installation: true,
+      body: { type: 'object', required: ['state'], additionalProperties: false, properties: { state: { type: 'string', maxLength: 2048 } } },
+      responses: { 204: { description: 'Good, and now spent' }, 400: { description: 'Refused, with why' } },
+    },
+    async ({ caller, params, body }) => {
+      own(caller, params.id!);
+      const refused = await oauthStates.spend(body.state, params.id!).catch(() => 'the state is not one the platform issued');
+      if (refused) throw badRequest(refused, [{ field: 'state', message: refused }]);
+      return { status: 204 };
+    },
+  );
+}

@@ -1,0 +1,32 @@
+import type { InstallationTarget } from '../delivery-log/installation-index';
+import type { IntegrationEnvironment } from '../runtime/types';
+import { targetKind } from './webhook';
+
+export const publicEndpoint = (baseUrl: string, integration: string, installationId: string): string => `${baseUrl}/v1/integrations/${integration}/installations/${installationId}/public`;
+
+/**
+ * `context.environment` for one call (SPEC.md's environment table, for the installation's
+ * target): built by the platform from the installation and its version, never taken from
+ * the caller of a public endpoint.
+ */
+export function buildEnvironment(installation: InstallationTarget, version: { name: string; version: number; secrets: Record<string, string> }, baseUrl: string, token: string): IntegrationEnvironment {
+  const endpoint = publicEndpoint(baseUrl, installation.integration, installation.id);
+  const kind = targetKind(installation.target);
+  const { target } = installation;
+  const status = installation.status === 'deleted' ? 'paused' : installation.status;
+  return {
+    apiEndpoint: baseUrl,
+    apiTokens: { installation: token },
+    integration: { name: version.name, version: version.version, scopes: installation.scopes, urls: { publicEndpoint: endpoint } },
+    secrets: version.secrets,
+    id: installation.id,
+    target: kind === 'organization' ? `organization:${target.org}` : kind === 'space' ? `space:${target.space}` : `site:${target.site}`,
+    status: { value: status },
+    configuration: installation.configuration,
+    urls: { publicEndpoint: endpoint },
+    externalIds: [],
+    ...(kind !== 'site' && { space_selection: kind === 'space' ? { mode: 'selected' as const, spaces: [target.space!] } : { mode: 'all' as const, spaces: [] } }),
+    ...(target.space && { space: target.space }),
+    ...(target.site && { site: target.site }),
+  };
+}

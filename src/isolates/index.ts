@@ -1,0 +1,61 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { Client } from '@temporalio/client';
+import { InstallationTokens } from '../integrations/installation-tokens';
+import { IntegrationVersions } from '../integrations/versions';
+import type { DestinationGuard } from '../net/destination-guard';
+import type { PlatformPorts } from '../net/platform-ports';
+import { createEgress } from './egress';
+import { IntegrationRuntime } from './integration-runtime';
+import { IsolatePool } from './isolate-pool';
+import type { NodeService } from './workerd-process';
+
+export interface RuntimeOptions {
+  client: Client;
+  /** PLATFORM_ENCRYPTION_KEY: the installation tokens handed to the isolates derive from it. */
+  encryptionKey: string;
+  /** PLATFORM_BASE_URL: public endpoints in the environment are built from it. */
+  baseUrl: string;
+  /** Where the isolates' API binding reaches the platform API (PLATFORM_INTERNAL_API_URL); the base URL if omitted. */
+  apiUrl?: string;
+  /** Integration egress: public addresses and PLATFORM_EGRESS_ALLOW, never the platform's ports. */
+  egressGuard: DestinationGuard;
+  /** Learns each workerd process's ports, so that no guard ever lets anything reach them. */
+  platformPorts: PlatformPorts;
+}
+
+/**
+ * The `platformApi` binding of every isolate: platform code that forwards the isolate's
+ * request to the platform API as it is. The installation token it carries decides what it
+ * may do; it never goes through the egress guard, and the guard never opens platform ports.
+ */
+function platformApiBinding(baseUrl: string): NodeService {
+  const base = new URL(baseUrl);
+  const client = base.protocol === 'https:' ? https : http;
+  const agent = new client.Agent({ keepAlive: true });
+  return (req, res) => {
+    const target = new URL(req.url ?? '/', base);
+    const headers = { ...req.headers, host: base.host };
+    const forwarded = client.request(target, { method: req.method, headers, agent }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forwarded.on('error', () => {
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end('{"error":"unavailable","message":"the platform API did not answer"}');
+    });
+    req.pipe(forwarded);
+  };
+}
+
+/** Integration code's runtime in this process: isolates, egress, the API binding. */
+export function createIntegrationRuntime(options: RuntimeOptions): { runtime: IntegrationRuntime; pool: IsolatePool } {
+  const versions = new IntegrationVersions(options.client);
+  const pool = new IsolatePool({
+    loadScript: async (name, version) => (await versions.get(name, version)).script,
+    outbound: createEgress(options.egressGuard),
+    bindings: { platformApi: platformApiBinding(options.apiUrl ?? options.baseUrl) },
+    onStarted: (process) => options.platformPorts.watchProcess(process.pid),
+  });
+  return { runtime: new IntegrationRuntime(pool, versions, new InstallationTokens(options.encryptionKey), options.baseUrl), pool };
+}

@@ -1,0 +1,42 @@
+import { randomBytes } from 'node:crypto';
+import type { InstallationTarget } from '../delivery-log/installation-index';
+import { buildEnvironment } from '../integrations/environment';
+import type { InstallationTokens } from '../integrations/installation-tokens';
+import type { IntegrationVersions } from '../integrations/versions';
+import type { IntegrationEvent } from '../runtime/types';
+import type { IsolatePool } from './isolate-pool';
+import type { IsolateAnswer } from './workerd-process';
+
+/** An invocation's wall clock (DESIGN.md runtime limits); past it the isolate's process is killed. */
+export const INVOCATION_DEADLINE_MS = 10_000;
+
+/** The envelope of DESIGN.md §3 as multipart/form-data: event, environment, and the body when there is one. */
+function envelope(event: object, environment: object, body?: Buffer): { contentType: string; payload: Buffer } {
+  const boundary = `----platform${randomBytes(12).toString('hex')}`;
+  const part = (name: string, type: string, content: Buffer, filename = '') =>
+    Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"${filename && `; filename="${filename}"`}\r\nContent-Type: ${type}\r\n\r\n`), content, Buffer.from('\r\n')]);
+  const parts = [part('event', 'application/json', Buffer.from(JSON.stringify(event))), part('environment', 'application/json', Buffer.from(JSON.stringify(environment)))];
+  if (body && body.length) parts.push(part('fetch-body', 'application/octet-stream', body, 'body'));
+  return { contentType: `multipart/form-data; boundary=${boundary}`, payload: Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]) };
+}
+
+/**
+ * Calls an installation's integration code: the envelope the platform builds (its own
+ * environment, never a caller's), POSTed to `/v1` of the isolate of that version and
+ * organization.
+ */
+export class IntegrationRuntime {
+  constructor(
+    private readonly pool: IsolatePool,
+    private readonly versions: IntegrationVersions,
+    private readonly tokens: InstallationTokens,
+    private readonly baseUrl: string,
+  ) {}
+
+  async invoke(installation: InstallationTarget, event: IntegrationEvent | Record<string, unknown>, body?: Buffer, deadlineMs = INVOCATION_DEADLINE_MS): Promise<IsolateAnswer> {
+    const version = await this.versions.get(installation.integration, installation.version!);
+    const environment = buildEnvironment(installation, version, this.baseUrl, this.tokens.issue(installation.id));
+    const { contentType, payload } = envelope(event, environment, body);
+    return this.pool.call({ integration: installation.integration, version: version.version, org: installation.target.org }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
+  }
+}

@@ -1,0 +1,157 @@
+import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
+import { residentBytes } from '../net/procfs';
+import { RUNTIME_HOST_SOURCE } from './runtime-host';
+import { WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
+
+/** At most one isolate per integration version and installing organization, each in a workerd process of its own. */
+export interface IsolateKey {
+  integration: string;
+  version: number;
+  org: string;
+}
+
+export interface IsolatePoolOptions {
+  /** The bundle of an integration version (ES module). */
+  loadScript(integration: string, version: number): Promise<string>;
+  outbound(request: MiniflareRequest): Promise<MiniflareResponse>;
+  bindings: Record<string, NodeService>;
+  /** Called with each new process, so that guards learn its ports. */
+  onStarted?(process: WorkerdProcess): void;
+  memoryLimitBytes?: number;
+  /** A process unused this long is stopped. */
+  idleMs?: number;
+  /** Past this many processes, the least recently used is stopped. */
+  maxProcesses?: number;
+  /** Past this much resident memory in all, the least recently used are stopped. */
+  memoryBudgetBytes?: number;
+}
+
+/** The isolate could not be started or did not answer; `status` is what the caller should hear. */
+export class IsolateError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+interface Entry {
+  starting: Promise<WorkerdProcess>;
+  process?: WorkerdProcess;
+  lastUsed: number;
+  coldStartMs?: number;
+}
+
+const MiB = 1024 * 1024;
+
+/**
+ * Warm isolates for integration code: started on first call, reused, replaced when killed
+ * (deadline, memory, crash), and stopped when idle or when too many are warm. A process
+ * that misbehaves takes down only its own organization's calls of that version.
+ */
+export class IsolatePool {
+  private readonly entries = new Map<string, Entry>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly options: IsolatePoolOptions) {
+    this.sweeper = setInterval(() => void this.sweep(), 10_000).unref();
+  }
+
+  /** A call into the key's isolate, bounded by `deadlineMs`. */
+  async call(key: IsolateKey, path: string, request: { method: string; headers: Record<string, string>; body: Buffer }, deadlineMs: number): Promise<IsolateAnswer> {
+    const process = await this.process(key);
+    try {
+      return await process.call(path, request, deadlineMs);
+    } catch {
+      const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.options.memoryLimitBytes ?? 128 * MiB) / MiB} MiB` : 'its isolate stopped';
+      this.forget(key, process);
+      throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
+    }
+  }
+
+  /** Warm processes, with their cold start and resident memory, for the bench and operators. */
+  warm(): { key: string; pid: number; coldStartMs?: number }[] {
+    return [...this.entries].filter(([, entry]) => entry.process?.alive).map(([key, entry]) => ({ key, pid: entry.process!.pid, coldStartMs: entry.coldStartMs }));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    const entries = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
+  }
+
+  private async process(key: IsolateKey): Promise<WorkerdProcess> {
+    const id = `${key.integration}@${key.version}/${key.org}`;
+    let entry = this.entries.get(id);
+    if (entry?.process && !entry.process.alive) {
+      this.forget(key, entry.process);
+      entry = undefined;
+    }
+    if (!entry) {
+      const started = Date.now();
+      const created: Entry = { lastUsed: started, starting: this.start(key) };
+      entry = created;
+      this.entries.set(id, created);
+      created.starting.then(
+        (process) => {
+          created.process = process;
+          created.coldStartMs = Date.now() - started;
+        },
+        () => this.entries.delete(id),
+      );
+      void this.evictOverflow();
+    }
+    entry.lastUsed = Date.now();
+    return entry.starting;
+  }
+
+  private async start(key: IsolateKey): Promise<WorkerdProcess> {
+    const script = await this.options.loadScript(key.integration, key.version);
+    try {
+      const process = await WorkerdProcess.start({
+        modules: [
+          { name: 'host.js', type: 'ESModule', contents: RUNTIME_HOST_SOURCE },
+          { name: 'integration.js', type: 'ESModule', contents: script },
+        ],
+        memoryLimitBytes: this.options.memoryLimitBytes ?? 128 * MiB,
+        outbound: this.options.outbound,
+        bindings: this.options.bindings,
+      });
+      this.options.onStarted?.(process);
+      return process;
+    } catch (err) {
+      if (err instanceof WorkerdStartError) throw new IsolateError(`the integration failed to load: ${err.message}`, 500);
+      throw err;
+    }
+  }
+
+  private forget(key: IsolateKey, process: WorkerdProcess): void {
+    const id = `${key.integration}@${key.version}/${key.org}`;
+    if (this.entries.get(id)?.process === process) this.entries.delete(id);
+    void process.dispose();
+  }
+
+  private async evictOverflow(): Promise<void> {
+    const max = this.options.maxProcesses ?? 64;
+    const byAge = [...this.entries].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    for (const [id, entry] of byAge.slice(0, Math.max(0, byAge.length - max))) {
+      this.entries.delete(id);
+      await entry.starting.then((process) => process.dispose(), () => undefined);
+    }
+  }
+
+  /** Stops the idle, then the least recently used while the warm ones hold more than the budget. */
+  private async sweep(): Promise<void> {
+    const idleSince = Date.now() - (this.options.idleMs ?? 5 * 60_000);
+    let resident = 0;
+    const warm = [...this.entries].filter(([, entry]) => entry.process).sort(([, a], [, b]) => b.lastUsed - a.lastUsed);
+    for (const [id, entry] of warm) {
+      resident += residentBytes(entry.process!.pid) ?? 0;
+      if (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)) continue;
+      this.entries.delete(id);
+      await entry.process!.dispose();
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/** Types an integration is written against: events, the environment, UI markup (SPEC.md). */
+
+export type InstallationStatusValue = 'pending' | 'active' | 'paused';
+
+/** `context.environment`: built by the platform for each call, never taken from a caller. */
+export interface IntegrationEnvironment {
+  /** URL of the platform's HTTP API (reached through `context.api`). */
+  apiEndpoint: string;
+  /** The installation's token for the platform API, limited to its own installation and scopes. */
+  apiTokens: { installation: string };
+  integration: { name: string; version: number; scopes: string[]; urls: { publicEndpoint: string } };
+  /** The manifest's `secrets`, as substituted at publish. */
+  secrets: Record<string, string>;
+  /** The installation's id. */
+  id: string;
+  /** `organization:<id>`, `space:<id>` or `site:<id>`. */
+  target: string;
+  status: { value: InstallationStatusValue };
+  configuration: Record<string, unknown>;
+  urls: { publicEndpoint: string };
+  externalIds: string[];
+  /** Organization and space installations: which spaces it covers. */
+  space_selection?: { mode: 'all' | 'selected'; spaces: string[] };
+  /** Space installations: the space; site installations: the site's space when known. */
+  space?: string;
+  /** Site installations: the site. */
+  site?: string;
+}
+
+/** What the envelope's `event` part carries for an HTTP call to the public endpoint. */
+export interface FetchEvent {
+  type: 'fetch';
+  request: { method: string; url: string; headers: Record<string, string> };
+}
+
+export interface UIRenderEvent {
+  type: 'ui_render';
+  componentId: string;
+  props: Record<string, unknown>;
+  state?: Record<string, unknown>;
+  action?: ComponentAction;
+}
+
+export interface InstallationSetupEvent {
+  type: 'installation_setup';
+  eventId: string;
+  installationId: string;
+  status: InstallationStatusValue;
+  previous?: { status: InstallationStatusValue; configuration: Record<string, unknown> };
+}
+
+export interface SpaceInstallationSetupEvent extends Omit<InstallationSetupEvent, 'type'> {
+  type: 'space_installation_setup';
+  spaceId: string;
+}
+
+export interface SpaceEvent {
+  type: 'space_view' | 'space_content_updated' | 'space_visibility_updated' | 'space_gitsync_started' | 'space_gitsync_completed';
+  eventId: string;
+  installationId: string;
+  spaceId: string;
+  [field: string]: unknown;
+}
+
+export type IntegrationEvent = FetchEvent | UIRenderEvent | InstallationSetupEvent | SpaceInstallationSetupEvent | SpaceEvent;
+
+/** `action.action` names the action; the rest is what the element's `onPress` carried. */
+export interface ComponentAction {
+  action: string;
+  [key: string]: unknown;
+}
+
+/** The platform's UI markup: a block of elements. */
+export type UIElement =
+  | { type: 'block'; children: UIElement[] }
+  | { type: 'text'; text: string; style?: 'bold' | 'italic' | 'code' }
+  | { type: 'button'; label: string; onPress: ComponentAction; style?: 'primary' | 'secondary' | 'danger' }
+  | { type: 'box'; children: UIElement[] }
+  | { type: 'hstack' | 'vstack'; children: UIElement[] }
+  | { type: 'image'; source: { url: string }; aspectRatio?: number }
+  | { type: 'link'; url: string; children: UIElement[] }
+  | { type: 'divider' };

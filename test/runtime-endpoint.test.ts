@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { TestPlatform, waitFor } from './support/platform';
+import { install, publishExample } from './support/examples';
+import { ScriptedReceiver } from './support/receiver';
+
+/** Integration code through the real API, isolates and Temporal: public endpoints, components, the API binding, egress. */
+describe('the integration runtime: public endpoint, components, API binding, egress', function () {
+  this.timeout(120_000);
+  const forwarded = new ScriptedReceiver();
+  let platform: TestPlatform;
+  let tenant: { org: string; token: string };
+  let receiver = '';
+  let installation: any;
+
+  const lastForward = () => JSON.parse(forwarded.requests.at(-1)!.body);
+
+  before(async function () {
+    await forwarded.start();
+    // The forward receiver stands for a private service the integration is allowed to reach.
+    platform = await new TestPlatform(__filename, { egressAllow: [`127.0.0.1:${new URL(forwarded.url).port}`] }).start();
+    tenant = await platform.tenant();
+    receiver = await publishExample(platform, tenant, 'webhook-receiver');
+    installation = await install(platform, tenant, receiver, { forward_url: forwarded.url });
+  });
+  after(async () => Promise.all([platform?.stop(), forwarded.stop()]));
+
+  describe('SPEC.md’s example receiver, through its public endpoint', function () {
+    it('answers 405 "Method not allowed" to anything but POST', async function () {
+      const answer = await fetch(installation.urls.publicEndpoint);
+      assert.equal(answer.status, 405);
+      assert.equal(await answer.text(), 'Method not allowed');
+    });
+
+    it('answers {"received": true} at once and does its work after the response (waitUntil), through the egress guard', async function () {
+      const answer = await fetch(`${installation.urls.publicEndpoint}/hooks/github?x=1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"ping":1}' });
+      assert.equal(answer.status, 200);
+      assert.match(answer.headers.get('content-type')!, /application\/json/);
+      assert.deepEqual(await answer.json(), { received: true });
+      await waitFor(async () => (forwarded.requests.some((r) => JSON.parse(r.body).payload === '{"ping":1}') ? true : undefined), 10_000, 'the forward');
+    });
+
+    it('builds the environment itself: a caller’s environment part changes nothing', async function () {
+      const form = new FormData();
+      form.set('event', JSON.stringify({ type: 'fetch', request: { method: 'POST', url: 'http://evil/', headers: {} } }));
+      form.set('environment', JSON.stringify({ id: 'ins_spoofed', configuration: { forward_url: 'http://127.0.0.1:1/' } }));
+      const answer = await fetch(installation.urls.publicEndpoint, { method: 'POST', body: form });
+      assert.equal(answer.status, 200);
+      await waitFor(async () => (JSON.parse(forwarded.requests.at(-1)!.body).payload.includes('ins_spoofed') ? true : undefined), 10_000, 'the forward');
+      assert.equal(lastForward().installationId, installation.id, 'the environment is the platform’s, not the caller’s');
+    });
+
+    it('refuses a body over 10 MiB with 413, and answers 404 for a foreign or unknown installation', async function () {
+      const big = await fetch(installation.urls.publicEndpoint, { method: 'POST', body: Buffer.alloc(10 * 1024 * 1024 + 1) });
+      assert.equal(big.status, 413);
+      assert.equal((await fetch(installation.urls.publicEndpoint.replace(installation.id, 'ins_nope'))).status, 404);
+      assert.equal((await fetch(installation.urls.publicEndpoint.replace(`/${receiver}/`, '/webhook/'))).status, 404);
+    });
+  });
+
+  describe('UI components (ui_render)', function () {
+    let counter: any;
+    before(async function () {
+      const name = await publishExample(platform, tenant, 'counter');
+      counter = await install(platform, tenant, name);
+    });
+    const render = (body: unknown, token = tenant.token) => platform.http('POST', `/v1/installations/${counter.id}/components/counter`, { token, body });
+
+    it('renders the initial state, lets an action change it, and round-trips the state', async function () {
+      const first = await render({ props: {} });
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      assert.deepEqual(first.body.state, { count: 0 });
+      assert.equal(first.body.type, 'element');
+      assert.equal(first.body.element.type, 'block');
+      assert.deepEqual(first.body.element.children[1], { type: 'button', label: 'Click me', onPress: { action: 'increment' } });
+      const clicked = await render({ props: { step: 2 }, state: first.body.state, action: { action: 'increment' } });
+      assert.deepEqual(clicked.body.state, { count: 2 });
+      assert.deepEqual(clicked.body.props, { step: 2 });
+      const again = await render({ props: {}, state: clicked.body.state });
+      assert.equal(again.body.element.children[0].text, 'Clicked 2 times');
+    });
+
+    it('answers 404 for an unknown component, and for another organization', async function () {
+      assert.equal((await platform.http('POST', `/v1/installations/${counter.id}/components/chart`, { token: tenant.token, body: { props: {} } })).status, 404);
+      const other = await platform.tenant();
+      assert.equal((await render({ props: {} }, other.token)).status, 404);
+    });
+  });
+
+  describe('the platform API, through the binding, with the installation token', function () {
+    it('reads and configures its own installation; another installation is 404, other routes 403', async function () {
+      const other = await install(platform, tenant, receiver, { forward_url: forwarded.url });
+      const name = await publishExample(platform, tenant, 'webhook-receiver', {
+        edit: (manifest, script) => [
+          manifest,
+          script.replace(
+            "if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });",
+            `if (request.method === 'GET') {
+              const probe = async (call: () => Promise<unknown>) => call().then((value) => ({ ok: value }), (error) => ({ status: error.status, message: error.message }));
+              return Response.json({
+                own: await probe(() => context.api.installation.get()),
+                configured: await probe(() => context.api.installation.updateConfiguration({ forward_url: ${JSON.stringify(forwarded.url)} + '?configured' })),
+                foreign: await probe(() => context.api.request('GET', '/v1/installations/${other.id}')),
+                listing: await probe(() => context.api.request('GET', '/v1/installations')),
+                token: context.environment.apiTokens.installation.slice(0, 4),
+              });
+            }`,
+          ),
+        ],
+      });
+      const prober = await install(platform, tenant, name, { forward_url: forwarded.url });
+      const probed = (await (await fetch(prober.urls.publicEndpoint)).json()) as any;
+      assert.equal(probed.token, 'itk_');
+      assert.equal(probed.own.ok.id, prober.id);
+      assert.equal(probed.configured.ok.configuration.forward_url, `${forwarded.url}?configured`);
+      assert.equal(probed.foreign.status, 404);
+      assert.equal(probed.listing.status, 403);
+      const read = await platform.http('GET', `/v1/installations/${prober.id}`, { token: tenant.token });
+      assert.equal(read.body.configuration.forward_url, `${forwarded.url}?configured`);
+    });
+  });
+
+  describe('egress', function () {
+    it('refuses what PLATFORM_EGRESS_ALLOW does not list, the platform’s ports, and raw sockets', async function () {
+      const outside = await new ScriptedReceiver().start();
+      try {
+        const name = await publishExample(platform, tenant, 'webhook-receiver', {
+          edit: (manifest, script) => [
+            manifest,
+            script.replace(
+              "if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });",
+              `if (request.method === 'GET') {
+                const attempt = async (call: () => Promise<unknown>) => call().then((value) => value, (error) => 'refused: ' + error.message);
+                const status = (url: string) => attempt(async () => (await fetch(url)).status);
+                return Response.json({
+                  unlisted: await status(${JSON.stringify(outside.url)}),
+                  api: await status(${JSON.stringify(`${platform.api.url}/healthz`)}),
+                  temporal: await status('http://${process.env.TEST_TEMPORAL_ADDRESS}/'),
+                  metadata: await status('http://169.254.169.254/latest/meta-data'),
+                  listed: await status(${JSON.stringify(forwarded.url)}),
+                  socket: await attempt(async () => { const { connect } = await import('cloudflare:sockets'); await connect({ hostname: '127.0.0.1', port: ${new URL(forwarded.url).port} }).opened; return 'opened'; }),
+                });
+              }`,
+            ),
+          ],
+        });
+        const prober = await install(platform, tenant, name, { forward_url: forwarded.url });
+        const seen = (await (await fetch(prober.urls.publicEndpoint)).json()) as Record<string, unknown>;
+        assert.equal(seen.unlisted, 403, 'a loopback port not in PLATFORM_EGRESS_ALLOW');
+        assert.equal(seen.api, 403, 'the platform API port');
+        assert.equal(seen.temporal, 403, 'the Temporal port');
+        assert.equal(seen.metadata, 403, 'link-local');
+        assert.equal(seen.listed, 200, 'the listed host:port');
+        assert.match(String(seen.socket), /^refused/);
+        assert.equal(outside.requests.length, 0);
+      } finally {
+        await outside.stop();
+      }
+    });
+  });
+});

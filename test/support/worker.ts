@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import type { Client } from '@temporalio/client';
+import type { Worker } from '@temporalio/worker';
+import type { DeliveryLogStores } from '../../src/delivery-log';
+import type { IntegrationRuntime } from '../../src/isolates/integration-runtime';
+import type { Logger } from '../../src/logger';
+import { webhookGuard } from '../../src/net/guards';
+import type { PlatformPorts } from '../../src/net/platform-ports';
+import { createWorker } from '../../src/worker';
+import { testSettings } from './settings';
+
+export interface TestWorkerOptions {
+  namespace: string;
+  taskQueue: string;
+  client: Client;
+  stores: DeliveryLogStores;
+  runtime: IntegrationRuntime;
+  baseUrl: string;
+  platformPorts: PlatformPorts;
+  logger: Logger;
+  allowPrivateTargets?: boolean;
+  attemptTimeoutMs?: number;
+}
+
+/** The one way tests build a worker: the run's dev server and workflow bundle, 4 shards. */
+export function createTestWorker(options: TestWorkerOptions): Promise<Worker> {
+  const { address, bundle, encryptionKey } = testSettings();
+  return createWorker({
+    address,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    encryptionKey,
+    workflowBundle: { code: readFileSync(bundle, 'utf8') },
+    client: options.client,
+    stores: options.stores,
+    runtime: options.runtime,
+    baseUrl: options.baseUrl,
+    deliveryShards: 4,
+    webhookGuard: webhookGuard(options.allowPrivateTargets ?? true, options.platformPorts),
+    retentionDays: 30,
+    logger: options.logger,
+    attemptTimeoutMs: options.attemptTimeoutMs,
+  });
+}
