@@ -27,6 +27,9 @@ export const badRequest = (message: string, details: FieldIssue[] = []) => new A
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
 export const conflict = (message: string) => new ApiError(409, 'conflict', message);
 
+/** What the platform answers of a dependency (an isolate, the engine) on its own account: with its message. */
+const GATEWAY_STATUSES = [502, 503, 504];
+
 const statusCodes: Record<number, string> = { 400: 'invalid_request', 401: 'unauthorized', 404: 'not_found', 405: 'method_not_allowed', 413: 'payload_too_large', 415: 'unsupported_media_type' };
 
 /**
@@ -81,7 +84,7 @@ export function errorMiddleware(logger: Logger) {
       if (ctx.status === 404 && ctx.body === undefined) throw notFound(`route ${ctx.method} ${ctx.path}`);
     } catch (raw) {
       const err = fromTemporal(raw) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
-      const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || (err instanceof ApiError && err.status === 503)) ? err.status : 500;
+      const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || (err instanceof ApiError && GATEWAY_STATUSES.includes(err.status))) ? err.status : 500;
       if (status === 503) {
         logger.warn({ err: err.cause ?? err, method: ctx.method, path: ctx.path }, 'dependency unavailable');
         ctx.set('Retry-After', '1');

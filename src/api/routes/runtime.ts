@@ -85,7 +85,8 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
 /** The OAuth flow's state, for integration code (its installation token) only. */
 export function oauthRoutes(routes: RouteTable, { oauthStates }: ApiDeps): void {
   const own = (caller: Caller, id: string) => {
-    if (caller.kind !== 'installation' || caller.installationId !== id) throw notFound('installation');
+    if (caller.kind !== 'installation') throw new ApiError(403, 'forbidden', 'only the installation’s own token (its integration’s code) runs its OAuth flow');
+    if (caller.installationId !== id) throw notFound('installation');
   };
   routes.add(
     {

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { TestPlatform, waitFor } from './support/platform';
+import { install, publishExample } from './support/examples';
+import { ScriptedReceiver } from './support/receiver';
+
+/** One integration, many behaviours by path: what tenants' code may try inside its isolate. */
+const SCRIPT = `import { createIntegration } from 'integration-platform/runtime';
+let calls = 0;
+globalThis.lastCaller = globalThis.lastCaller ?? 'nobody';
+export default createIntegration({
+  async fetch(request, context) {
+    const path = new URL(request.url).pathname.split('/public')[1] ?? '';
+    if (path === '/count') {
+      calls += 1;
+      const before = globalThis.lastCaller;
+      globalThis.lastCaller = context.environment.id;
+      return Response.json({ calls, before });
+    }
+    if (path === '/spin') for (;;) {}
+    if (path === '/hog') { const hoard = []; for (;;) hoard.push(new Array(1e5).fill(Math.random())); }
+    if (path === '/throw') throw new Error('internal detail at /srv/secret.js:42');
+    if (path === '/host') return Response.json({ process: typeof process, fs: await import('node:fs').then(() => 'loaded', () => 'refused'), require: (() => { try { require('node:child_process'); return 'loaded'; } catch { return 'refused'; } })() });
+    if (path === '/later') {
+      const url = context.environment.configuration.forward_url;
+      const after = (ms, what) => new Promise((resolve) => setTimeout(resolve, ms)).then(() => fetch(url, { method: 'POST', body: JSON.stringify({ what, installationId: context.environment.id }) }));
+      context.waitUntil(after(1000, 'after 1 s'));
+      context.waitUntil(after(35000, 'after 35 s'));
+      return Response.json({ scheduled: true });
+    }
+    return Response.json({ ok: true });
+  },
+});
+`;
+
+describe('isolates: tenants apart, limits enforced from outside', function () {
+  this.timeout(180_000);
+  const forwarded = new ScriptedReceiver();
+  let platform: TestPlatform;
+  let a: { org: string; token: string };
+  let b: { org: string; token: string };
+  let inA: any;
+  let inA2: any;
+  let inB: any;
+
+  const call = async (installation: any, path: string) => {
+    const started = performance.now();
+    const answer = await fetch(`${installation.urls.publicEndpoint}${path}`);
+    return { status: answer.status, body: await answer.text(), ms: performance.now() - started };
+  };
+
+  before(async function () {
+    await forwarded.start();
+    platform = await new TestPlatform(__filename, { egressAllow: [`127.0.0.1:${new URL(forwarded.url).port}`] }).start();
+    [a, b] = await Promise.all([platform.tenant(), platform.tenant()]);
+    const name = await publishExample(platform, a, 'webhook-receiver', { edit: (manifest) => [manifest.replace('visibility: private', 'visibility: public'), SCRIPT] });
+    inA = await install(platform, a, name, { forward_url: forwarded.url });
+    inA2 = await install(platform, a, name, { forward_url: forwarded.url });
+    inB = await install(platform, b, name, { forward_url: forwarded.url });
+  });
+  after(async () => Promise.all([platform?.stop(), forwarded.stop()]));
+
+  it('shares no globals between organizations (one isolate per version and organization)', async function () {
+    assert.deepEqual(JSON.parse((await call(inA, '/count')).body), { calls: 1, before: 'nobody' });
+    assert.deepEqual(JSON.parse((await call(inA2, '/count')).body), { calls: 2, before: inA.id }, 'one organization, one isolate');
+    assert.deepEqual(JSON.parse((await call(inB, '/count')).body), { calls: 1, before: 'nobody' }, 'another organization sees nothing of it');
+    const warm = platform.isolates.warm();
+    assert.equal(new Set(warm.map((w) => w.pid)).size, 2);
+  });
+
+  it('gives the code no host objects', async function () {
+    assert.deepEqual(JSON.parse((await call(inA, '/host')).body), { process: 'undefined', fs: 'refused', require: 'refused' });
+  });
+
+  it('answers 500 without a stack when the code throws', async function () {
+    const answer = await call(inA, '/throw');
+    assert.equal(answer.status, 500);
+    assert.deepEqual(JSON.parse(answer.body), { error: 'Internal server error' });
+  });
+
+  it('an endless loop is killed at 10 s while another organization’s endpoint keeps p99 <= 250 ms, and answers again within 15 s', async function () {
+    await call(inB, '/count');
+    const spinning = call(inA, '/spin');
+    const latencies: number[] = [];
+    const started = Date.now();
+    while (Date.now() - started < 9000) {
+      const answer = await call(inB, '/count');
+      assert.equal(answer.status, 200);
+      latencies.push(answer.ms);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const spun = await spinning;
+    assert.equal(spun.status, 504);
+    assert.match(spun.body, /did not answer within 10 s/);
+    const sorted = [...latencies].sort((x, y) => x - y);
+    const p99 = sorted[Math.floor(sorted.length * 0.99)]!;
+    assert.ok(latencies.length > 50 && p99 <= 250, `other organization: ${latencies.length} calls, p99 ${p99.toFixed(0)} ms`);
+    const back = await waitFor(async () => {
+      const answer = await call(inA, '/');
+      return answer.status === 200 ? answer : undefined;
+    }, 15_000, 'the killed organization to answer again', 200);
+    assert.deepEqual(JSON.parse(back.body), { ok: true });
+    assert.deepEqual(JSON.parse((await call(inA, '/count')).body).calls, 1, 'a new process: its globals are new');
+  });
+
+  it('an allocation loop is killed at 128 MiB; the next call gets a new isolate', async function () {
+    const hog = await call(inA, '/hog');
+    assert.equal(hog.status, 502);
+    assert.match(hog.body, /used more than 128 MiB/);
+    assert.equal((await call(inA, '/')).status, 200);
+  });
+
+  it('lets waitUntil work run after the response, for 30 s at most', async function () {
+    const answer = await call(inA, '/later');
+    assert.deepEqual(JSON.parse(answer.body), { scheduled: true });
+    await waitFor(async () => (forwarded.requests.some((r) => JSON.parse(r.body).what === 'after 1 s') ? true : undefined), 10_000, 'the 1 s work');
+    await new Promise((resolve) => setTimeout(resolve, 37_000));
+    assert.deepEqual(forwarded.requests.map((r) => JSON.parse(r.body).what).filter((what) => what === 'after 35 s'), []);
+  });
+});

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { OAuthStates } from '../src/integrations/oauth-states';
+import { install, publishExample } from './support/examples';
+import { TestPlatform } from './support/platform';
+
+/** A provider on 127.0.0.1: /authorize approves at once, /token exchanges a code it issued. */
+class TestProvider {
+  url = '';
+  readonly exchanges: Record<string, string>[] = [];
+  private readonly codes = new Set<string>();
+  private server?: http.Server;
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      const url = new URL(req.url ?? '/', this.url);
+      if (url.pathname === '/authorize') {
+        const code = `code-${this.codes.size + 1}`;
+        this.codes.add(code);
+        const back = new URL(url.searchParams.get('redirect_uri')!);
+        back.searchParams.set('code', code);
+        back.searchParams.set('state', url.searchParams.get('state')!);
+        res.writeHead(302, { location: back.toString() }).end();
+        return;
+      }
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk));
+      req.on('end', () => {
+        const form = Object.fromEntries(new URLSearchParams(body));
+        this.exchanges.push(form);
+        const good = this.codes.delete(form.code!) && form.client_id === 'client-1' && form.client_secret === 'secret-1' && form.grant_type === 'authorization_code';
+        res.writeHead(good ? 200 : 400, { 'content-type': 'application/json' }).end(JSON.stringify(good ? { access_token: `tok_${form.code}`, token_type: 'bearer' } : { error: 'invalid_grant' }));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  stop(): void {
+    this.server?.closeAllConnections();
+    this.server?.close();
+  }
+}
+
+const follow = (url: string) => fetch(url, { redirect: 'manual' });
+
+describe('OAuth with createOAuthHandler, end to end', function () {
+  this.timeout(120_000);
+  const provider = new TestProvider();
+  let platform: TestPlatform;
+  let second: TestPlatform;
+  let tenant: { org: string; token: string };
+  let name = '';
+
+  before(async function () {
+    await provider.start();
+    const egressAllow = [`127.0.0.1:${new URL(provider.url).port}`];
+    platform = await new TestPlatform(__filename, { egressAllow }).start();
+    // A second API process of the same deployment: same key, same log.
+    second = await new TestPlatform(__filename, { egressAllow, worker: false, adminToken: platform.adminToken, databaseUrl: platform.databaseUrl }).start();
+    tenant = await platform.tenant();
+    name = await publishExample(platform, tenant, 'oauth', { env: { OAUTH_CLIENT_ID: 'client-1', OAUTH_CLIENT_SECRET: 'secret-1', OAUTH_PROVIDER_URL: provider.url } });
+  });
+  after(async () => {
+    await Promise.all([platform?.stop(), second?.stop()]);
+    provider.stop();
+  });
+
+  /** The button's callback_url: the platform's redirect to the provider, with its state. */
+  async function connect(installation: any, through = installation.urls.publicEndpoint): Promise<URL> {
+    const start = await follow(`${through}/oauth`);
+    assert.equal(start.status, 302);
+    return new URL(start.headers.get('location')!);
+  }
+
+  it('redirects to the provider with client_id, redirect_uri, response_type, scope, prompt and a signed state', async function () {
+    const installation = await install(platform, tenant, name);
+    const authorize = await connect(installation);
+    assert.equal(`${authorize.origin}${authorize.pathname}`, `${provider.url}/authorize`);
+    assert.equal(authorize.searchParams.get('client_id'), 'client-1');
+    assert.equal(authorize.searchParams.get('redirect_uri'), `${installation.urls.publicEndpoint}/oauth`);
+    assert.equal(authorize.searchParams.get('response_type'), 'code');
+    assert.equal(authorize.searchParams.get('scope'), 'read');
+    assert.equal(authorize.searchParams.get('prompt'), 'consent');
+    assert.match(authorize.searchParams.get('state')!, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('exchanges the code, stores the credentials encrypted under oauth_credentials, masked when read; the state works once, in any API process', async function () {
+    const installation = await install(platform, tenant, name);
+    const approved = await follow((await connect(installation)).toString());
+    // The provider's redirect comes back through the second API process.
+    const callback = approved.headers.get('location')!.replace(platform.api.url, second.api.url);
+    const done = await fetch(callback);
+    assert.equal(done.status, 200, await done.clone().text());
+    assert.match(await done.text(), /Connected/);
+    assert.deepEqual(provider.exchanges.at(-1), { grant_type: 'authorization_code', code: new URL(callback).searchParams.get('code'), redirect_uri: `${second.api.url}/v1/integrations/${name}/installations/${installation.id}/public/oauth`, client_id: 'client-1', client_secret: 'secret-1' });
+
+    const read = await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token });
+    assert.deepEqual(read.body.configuration.oauth_credentials, { access_token: '********' });
+    const stored = (await platform.stores.installations.targets([installation.id])).get(installation.id)!;
+    assert.match(String((stored.configuration.oauth_credentials as any).access_token), /^tok_code-/);
+    const raw = await platform.stores.log.db.selectFrom('installations').select('configuration').where('id', '=', installation.id).executeTakeFirstOrThrow();
+    assert.doesNotMatch(raw.configuration, /tok_code/);
+
+    const replayed = await fetch(callback.replace(second.api.url, platform.api.url));
+    assert.equal(replayed.status, 400);
+    assert.match(await replayed.text(), /The connection failed[\s\S]*used already/);
+  });
+
+  it('refuses a forged state and another installation’s state with 400', async function () {
+    const [one, two] = [await install(platform, tenant, name), await install(platform, tenant, name)];
+    const forged = await fetch(`${one.urls.publicEndpoint}/oauth?code=code-x&state=${encodeURIComponent('e30.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')}`);
+    assert.equal(forged.status, 400);
+    assert.match(await forged.text(), /not one the platform issued/);
+    const foreignState = (await connect(two)).searchParams.get('state')!;
+    const foreign = await fetch(`${one.urls.publicEndpoint}/oauth?code=code-x&state=${encodeURIComponent(foreignState)}`);
+    assert.equal(foreign.status, 400);
+    assert.match(await foreign.text(), /belongs to another installation/);
+  });
+
+  it('shows a clear error page when the exchange fails (extractCredentials throws), and stores nothing', async function () {
+    const installation = await install(platform, tenant, name);
+    const state = (await connect(installation)).searchParams.get('state')!;
+    const failed = await fetch(`${installation.urls.publicEndpoint}/oauth?code=never-issued&state=${encodeURIComponent(state)}`);
+    assert.equal(failed.status, 502);
+    assert.match(failed.headers.get('content-type')!, /text\/html/);
+    assert.match(await failed.text(), /The connection failed[\s\S]*the provider refused the code \(HTTP 400\)/);
+    const read = await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token });
+    assert.equal(read.body.configuration.oauth_credentials, undefined);
+  });
+
+  it('lets nobody but the integration set oauth_credentials, and no token but its own issue states', async function () {
+    const installation = await install(platform, tenant, name);
+    const byHand = await platform.http('PATCH', `/v1/installations/${installation.id}/configuration`, { token: tenant.token, body: { oauth_credentials: { access_token: 'mine' } } });
+    assert.equal(byHand.status, 400);
+    assert.equal((await platform.http('POST', `/v1/installations/${installation.id}/oauth/state`, { token: tenant.token })).status, 403);
+  });
+
+  it('refuses an expired state (10 minutes)', async function () {
+    const states = new OAuthStates(process.env.TEST_ENCRYPTION_KEY!, platform.stores.log.db);
+    const old = states.issue('ins_x', Date.now() - 11 * 60 * 1000);
+    assert.equal(await states.spend(old, 'ins_x'), 'the state expired; start the connection again');
+    assert.equal(await states.spend(states.issue('ins_x'), 'ins_x'), undefined);
+  });
+});
