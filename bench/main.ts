@@ -4,6 +4,7 @@ import path from 'node:path';
 import { serializePayload, type SpaceContentUpdated } from '../src/webhooks/events';
 import { barePoster, closedLoop, openLoop, percentile, progress, until } from './load';
 import { BenchReceiver } from './receiver';
+import { publicEndpointScenario } from './runtime';
 import { startEmbedded, startSplit, type Stack } from './stack';
 
 /**
@@ -159,6 +160,8 @@ async function main(): Promise<void> {
     receiver.reset(failing);
     const dBare = await bare(receiver, 'd', bodiesOf(dEvents, a.installations[0]!), (task) => closedLoop(dEvents.length, 64, task), 4);
     results.d = { platform: dPlatform, bare: dBare, ratio: ratio(dPlatform.deliveredPerS, dBare.deliveredPerS), retryGaps: gaps, logMiB: stack.logSizeMiB() };
+    // (f) the public endpoint of a trivial integration.
+    results.f = await publicEndpointScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.round(10_000 * SCALE));
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -243,6 +246,12 @@ function report(r: any): string {
     line('delivery back after kill ms', `${r.e.platform.deliveryBackAfterKillMs} (target <= 15000)`),
     line('platform delivered/s', `${r.e.platform.deliveredPerS} (bare ${r.e.bare.deliveredPerS}, ratio ${r.e.ratio})`),
     line('peak RSS MiB', r.e.peakRssMiB),
+    '(f) an integration’s public endpoint, trivial handler, concurrency 32 (embedded default)',
+    line('platform requests/s', `${r.f.platform.perS} (target >= 1000), p50 ${r.f.platform.p50Ms} ms, p99 ${r.f.platform.p99Ms} ms, failed ${r.f.platform.failed}`),
+    line('bare Node handler requests/s', `${r.f.baseline.perS}, p50 ${r.f.baseline.p50Ms} ms (ratio ${r.f.ratio})`),
+    line('warm per-call overhead p50 ms', `${r.f.warmOverheadP50Ms} (target <= 5)`),
+    line('isolate cold start ms', `${r.f.coldStartMs.join(', ')} (target <= 250)`),
+    line('resident isolates MiB', r.f.isolateRssMiB.join(', ')),
     line('invalid signatures', r.a.platform.invalidSignatures + r.b.platform.invalidSignatures + r.c.platform.invalidSignatures + r.d.platform.invalidSignatures + r.e.platform.invalidSignatures),
   ].join('\n');
 }

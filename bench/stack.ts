@@ -35,6 +35,8 @@ async function waitHealthy(base: string): Promise<void> {
 
 export interface Stack {
   base: string;
+  /** The Node process that runs the API (and, embedded, the worker and the isolates). */
+  platformPid?: number;
   adminToken: string;
   dataDir: string;
   /** Peak RSS of each process of the stack, in MiB. */
@@ -75,6 +77,7 @@ export async function startEmbedded(): Promise<Stack> {
   const devServer = childrenOf(main.pid!)[0];
   return {
     base,
+    platformPid: main.pid,
     adminToken,
     dataDir,
     peakRss: () => ({ 'platform (API and worker)': peakRssMiB(main.pid), 'temporal dev server': peakRssMiB(devServer) }),

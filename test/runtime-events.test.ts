@@ -22,7 +22,7 @@ describe('events to integration code', function () {
   });
   after(async () => Promise.all([platform?.stop(), forwarded.stop()]));
 
-  it('fires installation_setup on install and on every configuration edit, with status and what was before', async function () {
+  it('fires installation_setup on install and on every configuration edit, with status and what was before; space_installation_setup once', async function () {
     const installation = await install(platform, tenant, receiver, { forward_url: forwarded.url }, 'space-a');
     const first = await waitFor(async () => forwards(installation.id, 'installation_setup')[0], 15_000, 'installation_setup');
     assert.equal(first.payload.type, 'installation_setup');
@@ -32,8 +32,11 @@ describe('events to integration code', function () {
     const second = await waitFor(async () => forwards(installation.id, 'installation_setup')[1], 15_000, 'the second installation_setup');
     assert.deepEqual(second.payload.previous, { status: 'active', configuration: { forward_url: forwarded.url } });
     // They are deliveries like any other: in the log, listed by installation.
+    const spaceSetup = await waitFor(async () => forwards(installation.id, 'space_installation_setup')[0], 15_000, 'space_installation_setup');
+    assert.equal(spaceSetup.payload.spaceId, 'space-a');
     const listed = await platform.http('GET', `/v1/deliveries?installation=${installation.id}`, { token: tenant.token });
-    assert.deepEqual(listed.body.items.map((d: any) => [d.eventType, d.status]), [['installation_setup', 'delivered'], ['installation_setup', 'delivered']]);
+    assert.deepEqual(listed.body.items.map((d: any) => [d.eventType, d.status]).sort(), [['installation_setup', 'delivered'], ['installation_setup', 'delivered'], ['space_installation_setup', 'delivered']]);
+    assert.equal(forwards(installation.id, 'space_installation_setup').length, 1);
   });
 
   it('delivers ingested events it handles and its scopes allow, recorded, listed and replayable', async function () {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { IsolatePool } from '../src/isolates/isolate-pool';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
 import { isAlive } from '../src/net/procfs';
 
@@ -77,5 +78,43 @@ describe('a workerd process (real workerd through miniflare)', function () {
       WorkerdProcess.start({ modules: [{ name: 'main.js', type: 'ESModule', contents: 'export default {' }], memoryLimitBytes: 128 * MiB }),
       (err: Error) => err instanceof WorkerdStartError && /^SyntaxError: Unexpected end of input/.test(err.message) && !err.message.includes(process.cwd()),
     );
+  });
+});
+
+describe('the isolate pool (real workerd)', function () {
+  this.timeout(30_000);
+  const script = "export default { async fetch() { return new Response('ok'); } };";
+  const pool = (options: Partial<ConstructorParameters<typeof IsolatePool>[0]> = {}) =>
+    new IsolatePool({ loadScript: async () => script, outbound: async () => { throw new Error('no network'); }, bindings: {}, ...options });
+  const call = (p: IsolatePool, org: string) => p.call({ integration: 'x', version: 1, org }, '/v1', { method: 'POST', headers: {}, body: Buffer.from('') }, 5000);
+
+  it('reuses a warm isolate per version and organization, and stops the idle ones', async function () {
+    const isolates = pool({ idleMs: 200 });
+    try {
+      assert.equal((await call(isolates, 'a')).status, 200);
+      const [first] = isolates.warm();
+      assert.equal((await call(isolates, 'a')).status, 200);
+      assert.deepEqual(isolates.warm().map((w) => w.pid), [first!.pid], 'the same process served both calls');
+      assert.ok(first!.coldStartMs! > 0);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await isolates.evict();
+      assert.deepEqual(isolates.warm(), []);
+      assert.equal(isAlive(first!.pid), false);
+    } finally {
+      await isolates.close();
+    }
+  });
+
+  it('stops the least recently used over the memory budget or the process cap', async function () {
+    const isolates = pool({ memoryBudgetBytes: 80 * MiB, maxProcesses: 2 });
+    try {
+      for (const org of ['a', 'b', 'c']) assert.equal((await call(isolates, org)).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(isolates.warm().length, 2, 'the process cap');
+      await isolates.evict();
+      assert.equal(isolates.warm().length, 1, 'one workerd (about 55 MiB) fits in 80 MiB, two do not');
+    } finally {
+      await isolates.close();
+    }
   });
 });

@@ -55,7 +55,7 @@ export class IsolatePool {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly options: IsolatePoolOptions) {
-    this.sweeper = setInterval(() => void this.sweep(), 10_000).unref();
+    this.sweeper = setInterval(() => void this.evict(), 10_000).unref();
   }
 
   /** A call into the key's isolate, bounded by `deadlineMs`. */
@@ -142,8 +142,8 @@ export class IsolatePool {
     }
   }
 
-  /** Stops the idle, then the least recently used while the warm ones hold more than the budget. */
-  private async sweep(): Promise<void> {
+  /** Stops the idle, then the least recently used while the warm ones hold more than the budget (every 10 s). */
+  async evict(): Promise<void> {
     const idleSince = Date.now() - (this.options.idleMs ?? 5 * 60_000);
     let resident = 0;
     const warm = [...this.entries].filter(([, entry]) => entry.process).sort(([, a], [, b]) => b.lastUsed - a.lastUsed);

@@ -21,6 +21,7 @@ export default createIntegration({
   },
   events: {
     installation_setup: async (event, context) => forward(context, 'installation_setup', event),
+    space_installation_setup: async (event, context) => forward(context, 'space_installation_setup', event),
     space_content_updated: async (event, context) => forward(context, 'space_content_updated', event),
   },
 });

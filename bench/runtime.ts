@@ -1,0 +1,108 @@
+import http from 'node:http';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleScript } from '../src/cli/bundle';
+import { childrenOf } from '../src/net/procfs';
+import { closedLoop, percentile, progress } from './load';
+import type { Stack } from './stack';
+
+const round = (value: number) => Math.round(value * 10) / 10;
+
+/** Requests at `concurrency` to `url` over keep-alive; throughput and latency percentiles. */
+async function hammer(label: string, url: string, requests: number, concurrency: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const latencies: number[] = [];
+  let failed = 0;
+  const stop = progress(label, () => `${latencies.length}/${requests}`);
+  const started = performance.now();
+  await closedLoop(requests, concurrency, async () => {
+    const at = performance.now();
+    const status = await new Promise<number>((resolve) => {
+      const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      });
+      request.on('error', () => resolve(0));
+      request.end('{"ping":true}');
+    });
+    if (status !== 200) failed += 1;
+    latencies.push(performance.now() - at);
+  });
+  stop();
+  agent.destroy();
+  return { perS: round(requests / ((performance.now() - started) / 1000)), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed };
+}
+
+/** RSS of each workerd process the platform started, in MiB. */
+function isolateRssMiB(platformPid: number): number[] {
+  return childrenOf(platformPid)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'workerd';
+      } catch {
+        return false;
+      }
+    })
+    .map((pid) => Math.round(Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096 / 2 ** 20));
+}
+
+/**
+ * (f) The public endpoint of an integration whose fetch handler answers at once, beside a
+ * bare Node handler answering the same: requests/s at concurrency 32, the warm per-call
+ * overhead, the cold start of an isolate, and the memory of each resident isolate.
+ */
+export async function publicEndpointScenario(stack: Stack, call: (token: string, method: string, route: string, body?: unknown) => Promise<any>, requests: number) {
+  const org = `bench-runtime-${process.pid}`;
+  await call(stack.adminToken, 'POST', '/v1/orgs', { id: org, subdomain: org, title: 'Bench runtime' });
+  const { token } = await call(stack.adminToken, 'POST', '/v1/users', { id: `${org}-user`, orgs: [org] });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-runtime-'));
+  mkdirSync(path.join(dir, 'src'));
+  writeFileSync(path.join(dir, 'src', 'index.ts'), "import { createIntegration } from 'integration-platform/runtime';\nexport default createIntegration({ fetch: async () => Response.json({ received: true }) });\n");
+  const manifest = ['name: bench-trivial', 'title: Bench trivial', 'description: Answers at once.', `organization: ${org}`, 'visibility: public', 'scopes: []', 'script: src/index.ts'].join('\n');
+  await call(token, 'POST', '/v1/integrations', { manifest, script: await bundleScript(path.join(dir, 'src', 'index.ts')) });
+
+  const coldStarts: number[] = [];
+  let endpoint = '';
+  for (let i = 0; i < 5; i++) {
+    // A new installation in a new organization is a new isolate: its first call is a cold start.
+    const tenant = i === 0 ? { org, token } : await (async () => {
+      const other = `${org}-${i}`;
+      await call(stack.adminToken, 'POST', '/v1/orgs', { id: other, subdomain: other, title: 'Bench runtime' });
+      return { org: other, token: (await call(stack.adminToken, 'POST', '/v1/users', { id: `${other}-user`, orgs: [other] })).token as string };
+    })();
+    const installation = await call(tenant.token, 'POST', '/v1/integrations/bench-trivial/installations', { target: { org: tenant.org } });
+    const started = performance.now();
+    const first = await fetch(installation.urls.publicEndpoint.replace(/^http:\/\/[^/]+/, stack.base), { method: 'POST', body: '{}' });
+    await first.arrayBuffer();
+    coldStarts.push(performance.now() - started);
+    endpoint ||= installation.urls.publicEndpoint.replace(/^http:\/\/[^/]+/, stack.base);
+  }
+  const platform = await hammer('f', endpoint, requests, 32);
+
+  const bare = http.createServer({ keepAlive: true }, (req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}'));
+  });
+  await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+  const baseline = await hammer('f bare', `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`, requests, 32);
+  bare.closeAllConnections();
+  bare.close();
+  const warm = await hammer('f warm', endpoint, 200, 1);
+  const bareWarm = await (async () => {
+    const server = http.createServer((req, res) => req.resume().on('end', () => res.end('{"received":true}')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const measured = await hammer('f bare warm', `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, 200, 1);
+    server.close();
+    return measured;
+  })();
+  return {
+    platform,
+    baseline,
+    ratio: Math.round((platform.perS / baseline.perS) * 1000) / 1000,
+    warmOverheadP50Ms: round(warm.p50Ms - bareWarm.p50Ms),
+    coldStartMs: coldStarts.map(round),
+    isolateRssMiB: stack.platformPid ? isolateRssMiB(stack.platformPid) : [],
+  };
+}
