@@ -6,10 +6,11 @@ import { ScriptedReceiver, type Reply } from './support/receiver';
 /**
  * What the receiver measures is the chosen wait plus the platform's own dispatch (timer
  * fired -> workflow task -> activity task -> installation query -> connect). Idle that is
- * tens of milliseconds; with four test files sharing two cores it has reached 500 ms. The
+ * tens of milliseconds; with four test files sharing two cores (isolates and a 5,000-event
+ * crash run among them) it has reached 870 ms; `npm run bench` measures it under load. The
  * chosen wait itself is checked exactly against SPEC.md's ranges.
  */
-const OVERHEAD_MS = 750;
+const OVERHEAD_MS = 1500;
 
 interface Scenario {
   receiver: ScriptedReceiver;
