@@ -9,6 +9,7 @@ import { startDevServer, type DevServer } from './temporal/dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
 import { openDeliveryLog } from './delivery-log';
+import { stopOnSignals } from './lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
 import { createIntegrationRuntime } from './isolates';
 
@@ -81,23 +82,18 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
 
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
+  // Ctrl-C, SIGTERM or the death of `npm start` stop everything within 10 s, whatever
+  // Temporal's state; the dev server and the isolates die with this process in any case.
+  stopOnSignals(async () => {
     process.stdout.write('Stopping…\n');
     await api.close();
     // The SDK's runtime starts the worker's shutdown on SIGINT/SIGTERM by itself.
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await workerRun;
-    await client.connection.close();
-    await pool.close();
+    await Promise.all([client.connection.close(), pool.close()]);
     await stores.close();
     await devServer?.stop();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop());
-  process.on('SIGTERM', () => void stop());
+  }, logger);
 }
 
 main().catch((err) => {

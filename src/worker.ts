@@ -10,6 +10,7 @@ import type { DeliveryLogStores } from './delivery-log';
 import { ShardClient } from './ingest/shard-client';
 import { createIntegrationRuntime } from './isolates';
 import { installTemporalRuntime } from './temporal/runtime-logger';
+import { stopOnSignals } from './lifecycle';
 
 export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'shards'> {
   address: string;
@@ -36,6 +37,8 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, shards: new ShardClient(options.client, options.taskQueue, options.deliveryShards) }),
     // Attempt batches wait on receivers: many may be in flight at once.
     maxConcurrentActivityTaskExecutions: 200,
+    // A drain waits this long for tasks in flight (attempts are idempotent; a cut batch runs again).
+    shutdownForceTime: '5 seconds',
     // A shard whose worker died waits this long for it before another worker takes over
     // (10 s by default): the bench's worker SIGKILL measured deliveries back after 7-11 s.
     stickyQueueScheduleToStartTimeout: '2 seconds',
@@ -70,12 +73,15 @@ async function main(): Promise<void> {
     logger,
   });
   logger.info({ taskQueue: config.taskQueue }, 'worker running');
-  // The SDK's runtime drains the worker on SIGINT/SIGTERM; then the process ends.
-  await worker.run();
-  await pool.close();
-  await client.connection.close();
-  await stores.close();
-  process.exit(0);
+  const running = worker.run();
+  // The SDK's runtime starts draining the worker on SIGINT/SIGTERM; the stop waits for it, within its deadline.
+  stopOnSignals(async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await Promise.all([pool.close(), client.connection.close()]);
+    await stores.close();
+  }, logger);
+  await running;
 }
 
 if (require.main === module) {

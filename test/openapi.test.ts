@@ -51,8 +51,9 @@ describe('GET /openapi.json and the system routes', function () {
     }
   });
 
-  it('GET /healthz answers 200 while Temporal answers', async function () {
-    assert.deepEqual((await platform.http('GET', '/healthz')).body, { status: 'ok' });
+  it('GET /healthz and /readyz answer 200 while Temporal and the log answer; /livez always', async function () {
+    for (const path of ['/healthz', '/readyz']) assert.deepEqual((await platform.http('GET', path)).body, { status: 'ok', checks: { temporal: 'ok', database: 'ok' } });
+    assert.deepEqual((await platform.http('GET', '/livez')).body, { status: 'ok' });
   });
 
   it('the codec endpoint decodes what the workers encrypted, for loopback callers', async function () {

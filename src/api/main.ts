@@ -3,6 +3,7 @@ import { createLogger } from '../logger';
 import { connectClient } from '../temporal/client';
 import { startApi } from './app';
 import { openDeliveryLog } from '../delivery-log';
+import { stopOnSignals } from '../lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from '../net/guards';
 import { createIntegrationRuntime } from '../isolates';
 
@@ -34,14 +35,11 @@ async function main(): Promise<void> {
     config.port,
   );
   logger.info({ url: config.baseUrl }, 'api listening');
-  const stop = () =>
-    api
-      .close()
-      .then(() => Promise.all([client.connection.close(), pool.close()]))
-      .then(() => stores.close())
-      .then(() => process.exit(0));
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  stopOnSignals(async () => {
+    await api.close();
+    await Promise.all([client.connection.close(), pool.close()]);
+    await stores.close();
+  }, logger);
 }
 
 main().catch((err) => {

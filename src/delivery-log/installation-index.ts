@@ -18,6 +18,11 @@ export class InstallationIndex {
     private readonly encryption: Encryption,
   ) {}
 
+  /** The database answers (readiness). */
+  async ping(): Promise<void> {
+    await this.db.selectFrom('installations').select('id').limit(1).execute();
+  }
+
   /** Keeps the newest revision: a late write of an older one changes nothing. */
   async save(installation: InstallationProjection): Promise<void> {
     const row = {

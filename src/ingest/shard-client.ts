@@ -1,8 +1,8 @@
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { deliveryShardWorkflow, enqueueUpdate, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
 
-/** How long ingest waits for the engine before answering 503. */
-export const ENGINE_DEADLINE_MS = 2000;
+/** How long ingest waits for the engine before answering 503 (with what follows, within 2 s). */
+export const ENGINE_DEADLINE_MS = 1500;
 
 /**
  * Hands deliveries to their shard workflow (started on first use), with a deadline: an

@@ -1,7 +1,26 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Miniflare, type Request as MiniflareRequest, type Response as MiniflareResponse } from 'miniflare';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { tiedToParent } from '../lifecycle';
 import { childrenOf, isAlive, listeningPorts, residentBytes } from '../net/procfs';
+
+/**
+ * miniflare spawns MINIFLARE_WORKERD_PATH: a script of ours that execs the real binary tied
+ * to its parent, so that no workerd process outlives the platform process, however it dies.
+ */
+function tieWorkerdToParent(): void {
+  if (process.env.MINIFLARE_WORKERD_PATH) return;
+  const [command, args] = tiedToParent(require('workerd').default as string, []);
+  if (args.length === 0) return;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-workerd-'));
+  const wrapper = path.join(dir, 'workerd');
+  writeFileSync(wrapper, `#!/bin/sh\nexec ${[command, ...args].map((part) => `'${part}'`).join(' ')} "$@"\n`, { mode: 0o700 });
+  process.env.MINIFLARE_WORKERD_PATH = wrapper;
+}
+tieWorkerdToParent();
 
 /** The workerd release's own date, pinned so that an upgrade changes no behaviour unasked. */
 export const COMPATIBILITY_DATE = '2026-04-01';

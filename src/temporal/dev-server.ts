@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
+import { tiedToParent } from '../lifecycle';
 
 export interface DevServerOptions {
   cliPath: string;
@@ -53,7 +54,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   } else {
     args.push('--headless');
   }
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Tied to this process: a crash of the platform leaves no dev server holding its ports.
+  const child = spawn(...tiedToParent(options.cliPath, args), { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines = (chunk: Buffer) => chunk.toString().split('\n').filter(Boolean).forEach((line) => options.onLog?.(line));
   child.stdout!.on('data', lines);
   child.stderr!.on('data', lines);

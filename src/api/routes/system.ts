@@ -5,17 +5,37 @@ import { manifestSchema } from '../../manifest/validate';
 import { eventSchemas } from '../../webhooks/events';
 import type { RouteTable } from '../route-table';
 
-export function systemRoutes(routes: RouteTable, { client, baseUrl }: ApiDeps): void {
+const healthSchema = { type: 'object', required: ['status'], properties: { status: { const: 'ok' }, checks: { type: 'object', additionalProperties: { type: 'string' } } } };
+
+/** Each dependency gets this long to answer a health check. */
+const CHECK_MS = 1500;
+
+export function systemRoutes(routes: RouteTable, { client, baseUrl, installations }: ApiDeps): void {
+  const checks: Record<string, () => Promise<unknown>> = {
+    temporal: () => client.withDeadline(Date.now() + CHECK_MS, () => client.workflowService.getSystemInfo({})),
+    database: () => installations.ping(),
+  };
+  /** Every dependency at once, each bounded: ready when all answer, otherwise 503 naming what is down. */
+  async function readiness() {
+    const outcomes = await Promise.all(
+      Object.entries(checks).map(async ([name, check]) => {
+        const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${CHECK_MS} ms`)), CHECK_MS).unref());
+        return Promise.race([check(), timeout]).then(
+          () => ({ name, ok: true, message: 'ok' }),
+          (err: Error) => ({ name, ok: false, message: err.message.split('\n')[0]! }),
+        );
+      }),
+    );
+    const down = outcomes.filter((outcome) => !outcome.ok);
+    if (down.length) throw new ApiError(503, 'unavailable', `${down.map((d) => d.name).join(' and ')} ${down.length === 1 ? 'is' : 'are'} not reachable`, down.map((d) => ({ field: d.name, message: d.message })));
+    return { status: 200, body: { status: 'ok', checks: Object.fromEntries(outcomes.map((o) => [o.name, o.message])) } };
+  }
+  const healthResponses = { 200: { description: 'Every dependency answers', schema: healthSchema }, 503: { description: 'Named in details: what does not answer' } };
+  routes.add({ method: 'get', path: '/readyz', summary: 'Ready when Temporal and the delivery log answer (each within 1.5 s)', access: 'anyone', responses: healthResponses }, readiness);
+  routes.add({ method: 'get', path: '/healthz', summary: 'Same as /readyz', access: 'anyone', responses: healthResponses }, readiness);
   routes.add(
-    { method: 'get', path: '/healthz', summary: 'Healthy when Temporal answers', access: 'anyone', responses: { 200: { description: 'Healthy' }, 503: { description: 'Temporal unreachable' } } },
-    async () => {
-      try {
-        await client.workflowService.getSystemInfo({});
-      } catch {
-        throw new ApiError(503, 'unavailable', 'Temporal is not reachable');
-      }
-      return { status: 200, body: { status: 'ok' } };
-    },
+    { method: 'get', path: '/livez', summary: 'Alive: the process answers, whatever its dependencies do', access: 'anyone', responses: { 200: { description: 'Alive', schema: healthSchema } } },
+    async () => ({ status: 200, body: { status: 'ok' } }),
   );
   routes.add(
     { method: 'get', path: '/openapi.json', summary: 'This document', access: 'anyone', responses: { 200: { description: 'OpenAPI 3.1' } } },

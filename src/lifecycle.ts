@@ -1,0 +1,59 @@
+import { accessSync, constants } from 'node:fs';
+import type { Logger } from './logger';
+
+/** How long a stop may take before the process exits anyway (SIGTERM to exit within 10 s). */
+export const STOP_DEADLINE_MS = 8_000;
+
+const SETPRIV = '/usr/bin/setpriv';
+const canTie = (() => {
+  try {
+    accessSync(SETPRIV, constants.X_OK);
+    return process.platform === 'linux';
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * A child that dies with this process, however this process dies (SIGKILL included): on
+ * Linux, util-linux's setpriv sets the child's parent-death signal to SIGKILL, then execs
+ * it (same pid). Elsewhere the command is run as it is.
+ */
+export function tiedToParent(command: string, args: string[]): [string, string[]] {
+  return canTie ? [SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, args];
+}
+
+/**
+ * Stops on SIGINT or SIGTERM: `stop` gets STOP_DEADLINE_MS, then the process exits
+ * whatever is still waiting; a second signal exits at once. Also stops when this process
+ * is orphaned (its parent, `npm start` say, died), so that nothing it owns lives on.
+ */
+export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
+  let stopping = false;
+  const exit = (code: number) => process.exit(code);
+  const begin = (why: string) => {
+    if (stopping) {
+      logger.warn({ why }, 'stopping at once');
+      exit(1);
+    }
+    stopping = true;
+    logger.info({ why }, 'stopping');
+    setTimeout(() => {
+      logger.warn({ ms: STOP_DEADLINE_MS }, 'stop took too long; exiting anyway');
+      exit(1);
+    }, STOP_DEADLINE_MS).unref();
+    stop().then(
+      () => exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'stop failed');
+        exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => begin('SIGINT'));
+  process.on('SIGTERM', () => begin('SIGTERM'));
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) begin('parent process died');
+  }, 1000).unref();
+}

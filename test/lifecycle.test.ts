@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { generateEncryptionKey } from '../src/encryption';
+import { childrenOf, isAlive, processTrees } from '../src/net/procfs';
+import { freePort, startDevServer, type DevServer } from '../src/temporal/dev-server';
+import { waitFor } from './support/platform';
+import { testDatabaseUrl } from './support/settings';
+
+const DIST = path.join(__dirname, '..');
+const comm = (pid: number) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+
+async function answer(base: string, method: string, route: string, token?: string, body?: unknown) {
+  const started = Date.now();
+  const response = await fetch(`${base}${route}`, { method, headers: { ...(token && { authorization: `Bearer ${token}` }), 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after'), ms: Date.now() - started };
+}
+
+const healthy = (base: string, timeoutMs = 60_000) => waitFor(async () => ((await fetch(`${base}/healthz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), timeoutMs, `${base} to be healthy`, 200);
+
+/** The embedded default (`node dist/src/main.js`) on a data directory and ports of its own. */
+async function embedded(dataDir: string, ports: { api: number; temporal: number; ui: number }, adminToken: string, options: { parent?: boolean; detached?: boolean } = {}): Promise<{ main: ChildProcess; wrapper?: ChildProcess; base: string }> {
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_CLI_PATH: process.env.TEMPORAL_CLI_RESOLVED,
+    PLATFORM_DATA_DIR: dataDir,
+    PORT: String(ports.api),
+    PLATFORM_TEMPORAL_PORT: String(ports.temporal),
+    PLATFORM_TEMPORAL_UI_PORT: String(ports.ui),
+    PLATFORM_ADMIN_TOKEN: adminToken,
+    PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
+    LOG_LEVEL: 'error',
+  };
+  const base = `http://127.0.0.1:${ports.api}`;
+  if (!options.parent) {
+    const main = spawn(process.execPath, [path.join(DIST, 'src', 'main.js')], { env, stdio: 'ignore', detached: options.detached });
+    await healthy(base);
+    return { main, base };
+  }
+  // A parent in the place of `npm start`: it runs main.js as its child and does nothing else.
+  const wrapper = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, [${JSON.stringify(path.join(DIST, 'src', 'main.js'))}], { stdio: 'inherit' }); setInterval(() => {}, 1e6);`], { env, stdio: 'ignore' });
+  await healthy(base);
+  const main = childrenOf(wrapper.pid!).map((pid) => ({ pid })).at(0)!;
+  return { main: main as unknown as ChildProcess, wrapper, base };
+}
+
+describe('failing fast and honestly when Temporal is away', function () {
+  this.timeout(180_000);
+  let server: DevServer;
+  let api: ChildProcess;
+  let base = '';
+  const dbFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'platform-away-')), 'temporal.db');
+  const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  let port = 0;
+
+  before(async function () {
+    port = await freePort();
+    server = await startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', dbFile, port });
+    const apiPort = await freePort();
+    base = `http://127.0.0.1:${apiPort}`;
+    api = spawn(process.execPath, [path.join(DIST, 'src', 'api', 'main.js')], {
+      env: { PATH: process.env.PATH, TEMPORAL_ADDRESS: server.address, PORT: String(apiPort), PLATFORM_BASE_URL: base, PLATFORM_ADMIN_TOKEN: adminToken, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: await testDatabaseUrl('sqlite', 'away'), LOG_LEVEL: 'silent' },
+      stdio: 'ignore',
+    });
+    await healthy(base);
+  });
+  after(async () => {
+    api?.kill('SIGKILL');
+    if (server?.pid && isAlive(server.pid)) process.kill(server.pid, 'SIGCONT');
+    await server?.stop();
+  });
+
+  /** What a hung or a stopped server looks like from the API: 503 with Retry-After within 2 s, naming Temporal. */
+  async function assertUnavailable(): Promise<void> {
+    const event = await answer(base, 'POST', '/v1/events', adminToken, { type: 'space_content_updated', organizationId: 'org-x', spaceId: 's', revisionId: 'r' });
+    const create = await answer(base, 'POST', '/v1/orgs', adminToken, { id: `org-${randomBytes(3).toString('hex')}`, subdomain: `o-${randomBytes(3).toString('hex')}`, title: 'X' });
+    const health = await answer(base, 'GET', '/healthz');
+    for (const [what, seen] of Object.entries({ event, create, health })) {
+      assert.equal(seen.status, 503, `${what}: ${JSON.stringify(seen.body)}`);
+      assert.equal(seen.retryAfter, '1', what);
+      assert.ok(seen.ms < 2600, `${what} answered after ${seen.ms} ms`);
+    }
+    assert.deepEqual(health.body.details.map((d: any) => d.field), ['temporal']);
+    assert.match(health.body.message, /temporal is not reachable/);
+    assert.equal((await answer(base, 'GET', '/livez')).status, 200);
+  }
+
+  it('a hung server (SIGSTOP): 503 within 2 s everywhere, and back by itself once it answers again', async function () {
+    process.kill(server.pid!, 'SIGSTOP');
+    try {
+      await assertUnavailable();
+    } finally {
+      process.kill(server.pid!, 'SIGCONT');
+    }
+    await healthy(base, 20_000);
+  });
+
+  it('a stopped server: 503 within 2 s, and the API recovers when a server returns on the same address', async function () {
+    process.kill(server.pid!, 'SIGKILL');
+    await waitFor(async () => (isAlive(server.pid!) ? undefined : true), 10_000, 'the server to die');
+    await assertUnavailable();
+    server = await startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', dbFile, port });
+    await healthy(base, 30_000);
+  });
+});
+
+describe('the embedded default leaves no orphan, however it dies', function () {
+  this.timeout(240_000);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-embedded-'));
+  const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  let ports: { api: number; temporal: number; ui: number };
+
+  before(async function () {
+    ports = { api: await freePort(), temporal: await freePort(), ui: await freePort() };
+  });
+
+  /** The dev server and a warm isolate under main.js: the processes that must die with it. */
+  async function ownedProcesses(base: string, mainPid: number): Promise<number[]> {
+    const org = `org-${randomBytes(3).toString('hex')}`;
+    await answer(base, 'POST', '/v1/orgs', adminToken, { id: org, subdomain: org, title: 'Org' });
+    const { body: user } = await answer(base, 'POST', '/v1/users', adminToken, { id: `${org}-u`, orgs: [org] });
+    const manifest = [`name: ${org}-app`, 'title: App', 'description: Answers.', `organization: ${org}`, 'visibility: private', 'scopes: []', 'script: src/index.js'].join('\n');
+    const script = "const integration = { __platformIntegration: true, componentIds: [], eventTypes: [], async fetch() { return new Response('{}'); } };\nexport default integration;";
+    assert.equal((await answer(base, 'POST', '/v1/integrations', user.token, { manifest, script })).status, 201);
+    const { body: installation } = await answer(base, 'POST', `/v1/integrations/${org}-app/installations`, user.token, { target: { org } });
+    assert.equal((await fetch(installation.urls.publicEndpoint.replace(/^http:\/\/[^/]+/, base))).status, 200);
+    const owned = [...processTrees([mainPid])].filter((pid) => pid !== mainPid);
+    assert.ok(owned.some((pid) => comm(pid) === 'temporal') && owned.some((pid) => comm(pid) === 'workerd'), JSON.stringify(owned.map(comm)));
+    return owned;
+  }
+
+  it('SIGKILL of node dist/src/main.js takes the dev server and every workerd with it; a restart comes up on the same data', async function () {
+    const { main, base } = await embedded(dataDir, ports, adminToken);
+    const owned = await ownedProcesses(base, main.pid!);
+    main.kill('SIGKILL');
+    await waitFor(async () => (owned.every((pid) => !isAlive(pid)) ? true : undefined), 10_000, 'the owned processes to die');
+    const again = await embedded(dataDir, ports, adminToken);
+    try {
+      const orgs = await answer(again.base, 'POST', '/v1/users', adminToken, { id: 'late', orgs: ['no-such-org'] });
+      assert.equal(orgs.status, 400, 'the API answers on the same data');
+    } finally {
+      again.main.kill('SIGKILL');
+    }
+  });
+
+  it('the death of its parent (as when `npm start` is SIGKILLed) stops main.js and everything it owns', async function () {
+    const { main, wrapper, base } = await embedded(dataDir, ports, adminToken, { parent: true });
+    const owned = await ownedProcesses(base, main.pid!);
+    wrapper!.kill('SIGKILL');
+    await waitFor(async () => ([main.pid!, ...owned].every((pid) => !isAlive(pid)) ? true : undefined), 15_000, 'main.js and what it owns to stop');
+  });
+
+  it('SIGTERM to the whole process group under load stops everything within 10 s', async function () {
+    const { main, base } = await embedded(dataDir, ports, adminToken, { detached: true });
+    const owned = await ownedProcesses(base, main.pid!);
+    const load = Array.from({ length: 200 }, (_, i) => answer(base, 'POST', '/v1/events', adminToken, { type: 'space_content_updated', organizationId: 'no-such-org', spaceId: 's', revisionId: `r${i}` }).catch(() => undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const signalled = Date.now();
+    process.kill(-main.pid!, 'SIGTERM');
+    await waitFor(async () => ([main.pid!, ...owned].every((pid) => !isAlive(pid)) ? true : undefined), 10_000, 'the group to stop');
+    assert.ok(Date.now() - signalled <= 10_000);
+    await Promise.all(load);
+  });
+});
