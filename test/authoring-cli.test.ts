@@ -75,6 +75,12 @@ describe('the authoring CLI, end to end', function () {
     assert.match(answer.stderr, /secret CLIENT_SECRET needs the environment variable E2E_CLIENT_SECRET, which is not set/);
   });
 
+  it('publish refuses a listed variable set to the empty string, as CI systems pass an undefined secret', async function () {
+    const answer = await cli(['publish'], { env: { ...env, E2E_CLIENT_SECRET: '' } });
+    assert.equal(answer.code, 1);
+    assert.match(answer.stderr, /secret CLIENT_SECRET needs the environment variable E2E_CLIENT_SECRET, which is empty/);
+  });
+
   it('check prints file:line:col for each error and exits non-zero', async function () {
     const broken = path.join(work, 'broken');
     await cli(['new', 'broken', '--organization', tenant.org], { cwd: work });

@@ -125,6 +125,10 @@ const cases: [string, string, string, number, RegExp][] = [
   ['secret that is not a substitution', manifest('secrets:\n  API_KEY: plain-value'), 'secrets.API_KEY', 8, /\$\{\{ env\.NAME \}\}/],
   ['secret substitution of a bad name', manifest('secrets:\n  API_KEY: ${{ env.1KEY }}'), 'secrets.API_KEY', 8, /environment substitution/],
   ['secret with a bad name', manifest('secrets:\n  api-key: ${{ env.KEY }}'), 'secrets.api-key', 8, /not a valid name/],
+  ['secret substitution with a line break inside the braces', manifest('secrets:\n  API_KEY: "${{\\n env.KEY }}"'), 'secrets.API_KEY', 8, /on one line/],
+  ['secret substitution of __proto__', manifest('secrets:\n  API_KEY: ${{ env.__proto__ }}'), 'secrets.API_KEY', 8, /not __proto__, constructor or prototype/],
+  ['secret substitution of constructor', manifest('secrets:\n  API_KEY: ${{ env.constructor }}'), 'secrets.API_KEY', 8, /not __proto__, constructor or prototype/],
+  ['secret substitution of a 5,000-character name', manifest(`secrets:\n  API_KEY: \${{ env.${'A'.repeat(5000)} }}`), 'secrets.API_KEY', 8, /at most 128/],
   ['21 secrets', manifest(`secrets:\n${Array.from({ length: 21 }, (_, i) => `  S${i}: \${{ env.S${i} }}`).join('\n')}`), 'secrets', 8, /at most 20/],
   // YAML itself
   ['YAML syntax error (reported where the list should have closed)', manifest('blocks: [unclosed'), '(yaml)', 8, /must be sufficiently indented and end with a \]/],

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -116,6 +117,51 @@ describe('tenancy and bad input', function () {
     it('an unknown organization: 404', async function () {
       const answer = await post(spaceEvent('org-missing', 'sp'));
       assert.equal(answer.status, 404);
+    });
+  });
+
+  describe('bounded, well-formed input and output', function () {
+    it('a body nested 10,000 levels deep: 400 naming the limit, nothing stored', async function () {
+      const deep = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
+      const answer = await platform.http('PATCH', `/v1/installations/${hookA.id}/configuration`, { token: a.token, raw: deep, headers: { 'content-type': 'application/json' } });
+      assert.equal(answer.status, 400);
+      assert.deepEqual(answer.body.details, [{ field: '(body)', message: 'nests deeper than 32 levels' }]);
+    });
+
+    it('a form-encoded body where JSON is expected: 415', async function () {
+      const answer = await platform.http('POST', '/v1/orgs', { token: platform.adminToken, raw: 'id=formed&subdomain=formed&title=Formed', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      assert.equal(answer.status, 415);
+      assert.equal(answer.body.error, 'unsupported_media_type');
+    });
+
+    it('unknown methods (501) and methods a route lacks (405) answer in the error shape', async function () {
+      // fetch() refuses to send TRACE: node:http does.
+      const trace = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const request = http.request(`${platform.api.url}/v1/orgs`, { method: 'TRACE' }, (response) => {
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(text) }));
+        });
+        request.on('error', reject);
+        request.end();
+      });
+      assert.equal(trace.status, 501);
+      assert.deepEqual(Object.keys(trace.body), ['error', 'message', 'details']);
+      const put = await platform.http('PUT', '/v1/orgs', { token: platform.adminToken, body: {} });
+      assert.equal(put.status, 405);
+      assert.equal(put.body.error, 'method_not_allowed');
+    });
+
+    it('a publish over its limit says the limit in MiB', async function () {
+      const answer = await platform.http('POST', '/v1/integrations', { token: a.token, body: { manifest: 'x', script: 'x'.repeat(3 * 1024 * 1024 + 10) } });
+      assert.equal(answer.status, 413);
+      assert.match(answer.body.message, /the limit is 3145728 bytes \(3 MiB\)/);
+    });
+
+    it('lists installations with their configuration, as the OpenAPI document says', async function () {
+      const listed = await platform.http('GET', '/v1/installations', { token: a.token });
+      const item = listed.body.items.find((i: any) => i.id === hookA.id);
+      assert.equal(item.configuration.webhook_url, receiver.url);
     });
   });
 });

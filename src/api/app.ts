@@ -32,7 +32,8 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   });
   app.use(codecCors(deps.codecCorsOrigins));
   app.use(routes.router.routes());
-  app.use(routes.router.allowedMethods());
+  // Thrown, so that 405 and 501 leave in the error shape like every other refusal.
+  app.use(routes.router.allowedMethods({ throw: true }));
   return { app, routes };
 }
 

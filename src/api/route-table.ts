@@ -59,6 +59,7 @@ export class RouteTable {
       const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolve(ctx.get('authorization'));
       if (spec.access === 'admin') requireAdmin(caller);
       if (caller.kind === 'installation' && !spec.installation) throw new ApiError(403, 'forbidden', `an installation token may not call ${spec.method.toUpperCase()} ${spec.path}; it reads and configures its own installation only`);
+      if (spec.rawBodyLimit === undefined && (spec.body || spec.parseBody)) checkJsonBody(ctx);
       const raw = (ctx.request as { body?: unknown }).body;
       const body = (spec.parseBody ? spec.parseBody(raw) : spec.body ? parse<Body>(spec.body, raw) : raw) as Body;
       const query = Object.fromEntries(Object.entries(ctx.query).map(([key, value]) => [key, Array.isArray(value) ? value[0] : value]));
@@ -86,4 +87,18 @@ function rawBody(limit: number) {
     (ctx.request as { body?: unknown }).body = Buffer.concat(chunks);
     await next();
   };
+}
+
+/** How deep a JSON body may nest: deeper is no configuration or event, and could not be stored. */
+export const MAX_BODY_DEPTH = 32;
+
+/** A JSON route takes application/json (415 otherwise), nested at most MAX_BODY_DEPTH deep. */
+function checkJsonBody(ctx: Context): void {
+  const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+  if (hasBody && !ctx.is('application/json')) throw new ApiError(415, 'unsupported_media_type', `send the body as application/json, not ${ctx.get('content-type') || 'without a content type'}`);
+  let level: unknown[] = [(ctx.request as { body?: unknown }).body];
+  for (let depth = 0; level.length; depth++) {
+    if (depth > MAX_BODY_DEPTH) throw new ApiError(400, 'invalid_request', `the body nests deeper than ${MAX_BODY_DEPTH} levels`, [{ field: '(body)', message: `nests deeper than ${MAX_BODY_DEPTH} levels` }]);
+    level = level.flatMap((value) => (typeof value === 'object' && value !== null ? Object.values(value) : []));
+  }
 }

@@ -100,7 +100,9 @@ export function substituteSecrets(manifest: Manifest, env: NodeJS.ProcessEnv): R
   for (const [secret, reference] of Object.entries(manifest.secrets ?? {})) {
     const variable = /env\.([A-Za-z_][A-Za-z0-9_]*)/.exec(reference)![1]!;
     const value = env[variable];
+    // CI systems pass an undefined secret as an empty string: that is no value either.
     if (value === undefined) missing.push(`secret ${secret} needs the environment variable ${variable}, which is not set`);
+    else if (value === '') missing.push(`secret ${secret} needs the environment variable ${variable}, which is empty`);
     else values[secret] = value;
   }
   if (missing.length) throw new CliError(missing.join('\n'), 'export the variables, then publish again');

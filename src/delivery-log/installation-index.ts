@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Encryption } from '../encryption';
+import { maskCredentials } from '../integrations/configuration';
 import type { InstallationsTable, Schema } from './schema';
 import type { InstallationProjection, InstallationStatus, InstallationSummary, SigningSecret } from './types';
 
@@ -67,6 +68,13 @@ export class InstallationIndex {
     if (orgs.length === 0) return [];
     const rows = await this.db.selectFrom('installations').selectAll().where('organization_id', 'in', orgs).where('status', 'in', statuses).orderBy('created_at').orderBy('id').execute();
     return rows.map(summaryOf);
+  }
+
+  /** Listings: summaries with the configuration as people see it (credentials masked). */
+  async list(orgs: string[]): Promise<(InstallationSummary & { configuration: Record<string, unknown> })[]> {
+    if (orgs.length === 0) return [];
+    const rows = await this.db.selectFrom('installations').selectAll().where('organization_id', 'in', orgs).where('status', '!=', 'deleted').orderBy('created_at').orderBy('id').execute();
+    return rows.map((row) => ({ ...summaryOf(row), configuration: maskCredentials(JSON.parse(this.encryption.open(row.configuration)) as Record<string, unknown>) }));
   }
 
   async targets(ids: string[]): Promise<Map<string, InstallationTarget>> {

@@ -16,7 +16,6 @@ import {
   signingSecretQuery,
   type InstallationView,
 } from '../../workflows/installation';
-import type { InstallationSummary } from '../../delivery-log/types';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../workflows/directory';
 import { assertWebhookDestination } from '../../webhooks/url-guard';
 import { isMember, requireMember, type Caller } from '../auth';
@@ -66,8 +65,8 @@ export function installationApi(deps: ApiDeps) {
     }
   }
 
-  function list(caller: Caller, orgs: string[]): Promise<InstallationSummary[]> {
-    return deps.installations.of(orgs.filter((org) => isMember(caller, org)));
+  function list(caller: Caller, orgs: string[]) {
+    return deps.installations.list(orgs.filter((org) => isMember(caller, org)));
   }
 
   return { handle, withUrls, load, checkWebhookConfiguration, list };
@@ -176,6 +175,8 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       // Webhook URLs need DNS, which workflows cannot do; every other check is the update's.
       if (integration === WEBHOOK_INTEGRATION) await api.checkWebhookConfiguration(target, body);
       const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body] });
+      // A DELETE that raced this edit won: the installation is gone.
+      if (installation.status === 'deleted') throw notFound('installation');
       return { status: 200, body: api.withUrls(installation) };
     },
   );
