@@ -30,6 +30,8 @@ export interface PlatformConfig {
   temporalUiUrl?: string;
   /** Long-lived delivery workflows events are spread over. */
   deliveryShards: number;
+  /** The worker's /metrics port (a worker on its own; the embedded default serves metrics on the API's port). */
+  workerMetricsPort: number;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformConfig {
@@ -56,6 +58,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     retentionDays: positiveInteger('PLATFORM_DELIVERY_RETENTION_DAYS', env.PLATFORM_DELIVERY_RETENTION_DAYS, 30),
     temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
     deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 2),
+    workerMetricsPort: positiveInteger('PLATFORM_WORKER_METRICS_PORT', env.PLATFORM_WORKER_METRICS_PORT, 9464),
   };
 }
 

@@ -11,6 +11,7 @@ import { ShardClient } from './ingest/shard-client';
 import { createIntegrationRuntime } from './isolates';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { stopOnSignals } from './lifecycle';
+import { serveMetrics } from './metrics/server';
 
 export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'shards'> {
   address: string;
@@ -72,13 +73,14 @@ async function main(): Promise<void> {
     retentionDays: config.retentionDays,
     logger,
   });
-  logger.info({ taskQueue: config.taskQueue }, 'worker running');
+  const metrics = await serveMetrics(config.workerMetricsPort);
+  logger.info({ taskQueue: config.taskQueue, metricsPort: metrics.port }, 'worker running');
   const running = worker.run();
   // The SDK's runtime starts draining the worker on SIGINT/SIGTERM; the stop waits for it, within its deadline.
   stopOnSignals(async () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await running;
-    await Promise.all([pool.close(), client.connection.close()]);
+    await Promise.all([pool.close(), client.connection.close(), metrics.close()]);
     await stores.close();
   }, logger);
   await running;

@@ -31,7 +31,7 @@ describe('deployment files', function () {
   const envOf = (service: string) => services[service].environment as Record<string, string>;
 
   it('docker-compose.yml runs Temporal on PostgreSQL, its UI, and the API and worker from one Dockerfile', function () {
-    assert.deepEqual(Object.keys(services).sort(), ['api', 'postgresql', 'temporal', 'temporal-ui', 'worker']);
+    assert.deepEqual(Object.keys(services).sort(), ['api', 'postgresql', 'prometheus', 'temporal', 'temporal-ui', 'worker']);
     assert.match(services.postgresql.image, /^postgres:\d+/);
     assert.match(services.temporal.image, /^temporalio\/auto-setup:\d+\.\d+\.\d+$/);
     assert.match(services['temporal-ui'].image, /^temporalio\/ui:\d+\.\d+\.\d+$/);
@@ -64,6 +64,20 @@ describe('deployment files', function () {
     assert.equal(envOf('temporal-ui').TEMPORAL_CODEC_ENDPOINT, `${envOf('api').PLATFORM_BASE_URL}/codec`);
     const uiPublished = services['temporal-ui'].ports[0].split(':')[0];
     assert.equal(envOf('api').PLATFORM_CODEC_CORS_ORIGINS, `http://localhost:${uiPublished}`);
+  });
+
+  it('Prometheus scrapes the API (with the token file) and the worker on its metrics port, and alerts on failing deliveries', function () {
+    const prometheus = parse(read('deploy/prometheus/prometheus.yml'));
+    const jobs = Object.fromEntries(prometheus.scrape_configs.map((job: any) => [job.job_name, job]));
+    assert.deepEqual(jobs['platform-api'].static_configs[0].targets, [`api:${envOf('api').PORT}`]);
+    assert.equal(jobs['platform-api'].authorization.credentials_file, '/etc/prometheus/admin-token');
+    assert.deepEqual(jobs['platform-worker'].static_configs[0].targets, [`worker:${envOf('worker').PLATFORM_WORKER_METRICS_PORT}`]);
+    assert.match(services.prometheus.image, /^prom\/prometheus:v\d+\.\d+\.\d+$/);
+    const mounts = services.prometheus.volumes.map((volume: string) => volume.split(':')[1]);
+    assert.deepEqual(mounts.sort(), ['/etc/prometheus/admin-token', '/etc/prometheus/alerts.yml', '/etc/prometheus/prometheus.yml']);
+    const [rule] = parse(read('deploy/prometheus/alerts.yml')).groups[0].rules;
+    assert.equal(rule.alert, 'DeliveriesFailing');
+    assert.match(rule.expr, /platform_deliveries_total\{status="failed"\}/);
   });
 
   it('the README documents every variable the code reads', function () {

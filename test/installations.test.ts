@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { verifySignature } from '../src/webhooks/signature';
 import { installationWorkflow, installationWorkflowId, newInstallationState } from '../src/workflows/installation';
-import { newSigningSecret } from '../src/api/routes/installations';
+import { newSigningSecret } from '../src/api/installation-service';
 import { TestPlatform, spaceEvent, siteViewEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 

@@ -8,6 +8,7 @@ import { PLATFORM_VERSION } from '../version';
 import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, postOnce } from './http-attempt';
+import { attemptDuration, deliveriesFinished, logWriteLag, retriesScheduled, statusClass } from '../metrics';
 import { publicEndpoint } from '../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
@@ -40,6 +41,18 @@ export interface AttemptBatchDependencies {
   webhookGuard: DestinationGuard;
   logger: Logger;
   attemptTimeoutMs?: number;
+}
+
+/** Metrics of a written batch: attempts by outcome class, retries, finished deliveries, the log's lag. */
+function observe(written: DeliveryOutcome[], entries: AttemptBatchInput['entries'], deliveries: Map<string, DeliveryToAttempt>, attemptsEnded: number): void {
+  logWriteLag.observe((Date.now() - attemptsEnded) / 1000);
+  const fresh = new Map(entries.map((entry) => [entry.id, entry.attempt]));
+  for (const outcome of written) {
+    // An attempt recorded by an earlier run of this batch was counted then.
+    if (outcome.attempt && !deliveries.get(outcome.id)?.recorded.has(fresh.get(outcome.id)!)) attemptDuration.observe({ status_class: statusClass(outcome.attempt.statusCode) }, outcome.attempt.durationMs / 1000);
+    if (outcome.status === 'pending') retriesScheduled.inc();
+    else deliveriesFinished.inc({ status: outcome.status, event_type: deliveries.get(outcome.id)?.eventType ?? 'unknown' });
+  }
 }
 
 /** The outcome of one attempt: final, or retried after the wait it chose (recorded with it). */
@@ -120,7 +133,9 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         }),
       );
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
+      const attemptsEnded = Date.now();
       await deps.log.recordOutcomes(written, input);
+      observe(written, input.entries, deliveries, attemptsEnded);
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
       return written.map((outcome) => ({
         id: outcome.id,

@@ -72,3 +72,10 @@ export function isMember(caller: Caller, orgId: string): boolean {
 export function requireMember(caller: Caller, orgId: string, what: string): void {
   if (!isMember(caller, orgId)) throw notFound(what);
 }
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/** The request came over loopback: from this host (the API never trusts a proxy's headers). */
+export function fromThisHost(ctx: { req: { socket: { remoteAddress?: string } } }): boolean {
+  return LOOPBACK.has(ctx.req.socket.remoteAddress ?? '');
+}

@@ -202,6 +202,12 @@ export class DeliveryLog {
     };
   }
 
+  /** Deliveries waiting for a retry: pending, with at least one attempt. */
+  async countRetrying(): Promise<number> {
+    const row = await this.db.selectFrom('deliveries').select(({ fn }) => fn.countAll<number>().as('n')).where('status', '=', 'pending').where('attempts', '>', 0).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   async get(id: string): Promise<Delivery | undefined> {
     const row = await this.db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) return undefined;

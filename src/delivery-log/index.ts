@@ -2,6 +2,7 @@ import { Encryption } from '../encryption';
 import { openLogDatabase } from './database';
 import { DeliveryLog } from './delivery-log';
 import { InstallationIndex } from './installation-index';
+import { trackPendingRetries } from '../metrics';
 
 export interface DeliveryLogOptions {
   /** PLATFORM_DATABASE_URL: `postgres://…` or `sqlite:<file>`. */
@@ -24,8 +25,10 @@ export async function openDeliveryLog(options: DeliveryLogOptions): Promise<Deli
   const encryption = new Encryption(options.encryptionKey);
   const ui = options.temporalUiUrl?.replace(/\/+$/, '');
   const workflowUrl = (workflowId: string, runId: string) => (ui ? `${ui}/namespaces/${encodeURIComponent(options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history` : undefined);
+  const log = new DeliveryLog(database, encryption, workflowUrl);
+  trackPendingRetries(() => log.countRetrying());
   return {
-    log: new DeliveryLog(database, encryption, workflowUrl),
+    log,
     installations: new InstallationIndex(database.db, encryption),
     close: () => database.close(),
   };

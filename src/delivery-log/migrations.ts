@@ -88,6 +88,12 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002-deliveries-by-status': {
+    async up(db: Kysely<any>) {
+      // The pending-retries gauge counts pending deliveries at every scrape.
+      await db.schema.createIndex('deliveries_status').on('deliveries').columns(['status', 'attempts']).execute();
+    },
+  },
 };
 
 /**

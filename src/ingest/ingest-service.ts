@@ -6,6 +6,7 @@ import type { IngestedEvent } from '../webhooks/events';
 import type { ShardItem } from '../workflows/delivery-shard';
 import { planDeliveries } from './fanout';
 import { GroupCommit } from './group-commit';
+import { deliveriesFinished, eventsIngested } from '../metrics';
 import type { ShardClient } from './shard-client';
 
 /** DESIGN.md §4: `202 {eventId, deliveries}`; a repeated eventId answers the first ingest's body. */
@@ -36,9 +37,11 @@ export class IngestService {
     this.commits = Array.from({ length: shards.shards }, (_, shard) => new GroupCommit((events) => this.flush(shard, events), FLUSH_EVENTS));
   }
 
-  ingest(event: IngestedEvent): Promise<IngestAnswer> {
+  async ingest(event: IngestedEvent): Promise<IngestAnswer> {
     const eventId = event.eventId ?? newEventId();
-    return this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId });
+    const answer = await this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId });
+    eventsIngested.inc({ type: event.type });
+    return answer;
   }
 
   /** Hands one more delivery of a recorded event (a replay) to its shard. */
@@ -54,6 +57,10 @@ export class IngestService {
       planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
     }
     const records = await this.log.recordEvents([...planned.values()]);
+    for (const record of records.values()) {
+      if (!record.fresh) continue;
+      for (const delivery of planned.get(record.eventId)!.deliveries) if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType });
+    }
     const handOver: ShardItem[] = [];
     const earlier: string[] = [];
     for (const record of records.values()) {

@@ -6,6 +6,7 @@ import type { IntegrationVersions } from '../integrations/versions';
 import type { IntegrationEvent } from '../runtime/types';
 import type { IsolatePool } from './isolate-pool';
 import type { IsolateAnswer } from './workerd-process';
+import { isolateCalls, statusClass } from '../metrics';
 
 /** An invocation's wall clock (DESIGN.md runtime limits); past it the isolate's process is killed. */
 export const INVOCATION_DEADLINE_MS = 10_000;
@@ -37,6 +38,15 @@ export class IntegrationRuntime {
     const version = await this.versions.get(installation.integration, installation.version!);
     const environment = buildEnvironment(installation, version, this.baseUrl, this.tokens.issue(installation.id));
     const { contentType, payload } = envelope(event, environment, body);
-    return this.pool.call({ integration: installation.integration, version: version.version, org: installation.target.org }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
+    const kind = event.type === 'fetch' ? 'fetch' : event.type === 'ui_render' ? 'component' : 'event';
+    const timer = isolateCalls.startTimer({ kind });
+    try {
+      const answer = await this.pool.call({ integration: installation.integration, version: version.version, org: installation.target.org }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
+      timer({ outcome: statusClass(answer.status) });
+      return answer;
+    } catch (err) {
+      timer({ outcome: 'killed' });
+      throw err;
+    }
   }
 }

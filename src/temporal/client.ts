@@ -1,6 +1,7 @@
 import { Client, Connection, isRetryableError, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { InterceptingCall, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
+import { temporalClientErrors } from '../metrics';
 import { EncryptionCodec } from './codec';
 
 export interface TemporalSettings {
@@ -34,7 +35,17 @@ const retryInterceptor = makeGrpcRetryInterceptor({
  * is an answer within 2 s, not a wait of minutes. It comes before the retry interceptor, so
  * that retries stop at the same deadline.
  */
-const deadlineInterceptor: Interceptor = (options, nextCall) => new InterceptingCall(nextCall({ ...options, deadline: options.deadline ?? Date.now() + CALL_DEADLINE_MS }));
+const deadlineInterceptor: Interceptor = (options, nextCall) =>
+  new InterceptingCall(nextCall({ ...options, deadline: options.deadline ?? Date.now() + CALL_DEADLINE_MS }), {
+    start(metadata, _listener, next) {
+      next(metadata, {
+        onReceiveStatus(status, nextStatus) {
+          if (status.code !== grpcStatus.OK) temporalClientErrors.inc({ code: grpcStatus[status.code] ?? String(status.code) });
+          nextStatus(status);
+        },
+      });
+    },
+  });
 
 export async function connectClient(settings: TemporalSettings): Promise<Client> {
   const connection = await Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor] });

@@ -2,7 +2,7 @@ import type { Payload } from '@temporalio/common';
 import type { Context, Next } from 'koa';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
-import { sameSecret } from '../auth';
+import { fromThisHost, sameSecret } from '../auth';
 import { parse } from '../validation';
 import type { RouteTable } from '../route-table';
 
@@ -26,8 +26,6 @@ const payloadsSchema = {
   required: ['payloads'],
   properties: { payloads: { type: 'array', items: { type: 'object', properties: { metadata: { type: 'object', additionalProperties: { type: 'string' } }, data: { type: 'string' } } } } },
 };
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
 /** CORS for the Temporal UI's origin, which calls the codec endpoint from the browser. */
 export function codecCors(origins: string[]) {
@@ -69,7 +67,7 @@ export function codecRoutes(routes: RouteTable, { codec, adminToken, codecTrusts
         responses: { 200: { description: `The ${direction}d payloads`, schema: payloadsSchema } },
       },
       async ({ ctx, body: raw }) => {
-        const fromLoopback = codecTrustsLoopback && LOOPBACK.has(ctx.req.socket.remoteAddress ?? '');
+        const fromLoopback = codecTrustsLoopback && fromThisHost(ctx);
         if (!fromLoopback && !sameSecret(ctx.get('authorization'), admin)) throw new ApiError(401, 'unauthorized', 'the codec endpoint needs the administrator token from outside this host');
         const body = parse<{ payloads: JsonPayload[] }>(payloadsSchema, raw);
         const payloads = await codec[direction](body.payloads.map(fromJson)).catch((err: Error) => Promise.reject(badRequest(`cannot ${direction} payloads: ${err.message}`)));

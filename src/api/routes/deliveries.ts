@@ -2,7 +2,7 @@ import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../../del
 import { requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
-import { installationApi } from './installations';
+import { installationService } from '../installation-service';
 import type { RouteTable } from '../route-table';
 import { bulkReplaySchema, deliverySchema, listOf } from '../schemas';
 
@@ -30,7 +30,7 @@ function checkQuery(query: Record<string, string | undefined>): void {
 
 export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
   const store = deps.deliveries;
-  const installations = installationApi(deps);
+  const installations = installationService(deps);
 
   async function load(caller: Caller, id: string): Promise<Delivery> {
     const delivery = VALUE.test(id) ? await store.get(id) : undefined;

@@ -4,6 +4,7 @@ import { badRequest, errorBody, fromEngine, notFound } from '../errors';
 import type { RouteTable } from '../route-table';
 import { batchIngestAnswerSchema, ingestAnswerSchema } from '../schemas';
 import { parse } from '../validation';
+import { ingestUnavailable } from '../../metrics';
 
 /** Events one batch ingest takes at most. */
 export const MAX_BATCH_EVENTS = 500;
@@ -26,7 +27,11 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
   /** An event of an unknown organization is refused (404), not silently fanned out to nobody. */
   async function accept(event: IngestedEvent) {
     if (!(await organizations.exists(event.organizationId).catch((err) => Promise.reject(fromEngine(err))))) throw notFound(`organization ${event.organizationId}`);
-    return ingest.ingest(event).catch((err) => Promise.reject(fromEngine(err)));
+    return ingest.ingest(event).catch((err) => {
+      const refused = fromEngine(err);
+      if ((refused as { status?: number }).status === 503) ingestUnavailable.inc();
+      return Promise.reject(refused);
+    });
   }
 
   routes.add<IngestedEvent>(

@@ -1,81 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/common';
 import { OAUTH_CREDENTIALS, type Configuration } from '../../integrations/configuration';
-import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
-import { newInstallationId } from '../../ids';
-import {
-  configureUpdate,
-  deleteUpdate,
-  installationQuery,
-  installationWorkflow,
-  installationWorkflowId,
-  newInstallationState,
-  pauseUpdate,
-  resumeUpdate,
-  rotateSecretUpdate,
-  signingSecretQuery,
-  type InstallationView,
-} from '../../workflows/installation';
-import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../workflows/directory';
-import { assertWebhookDestination } from '../../webhooks/url-guard';
-import { isMember, requireMember, type Caller } from '../auth';
+import { WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
+import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, signingSecretQuery } from '../../workflows/installation';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
+import { installationService, newSigningSecret } from '../installation-service';
 import type { RouteTable } from '../route-table';
-import { IntegrationCatalog } from '../integration-catalog';
 import { createInstallationSchema, installationSchema, listOf, secretSchema } from '../schemas';
 
-const INSTALLATION_ID = /^ins_[A-Za-z0-9_-]{1,64}$/;
-
-export const newSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
-
-export function installationApi(deps: ApiDeps) {
-  const { client } = deps;
-  const handle = (id: string) => client.workflow.getHandle(installationWorkflowId(id));
-  const withUrls = <T extends { id: string; integration: string }>(installation: T) => ({
-    ...installation,
-    urls: { publicEndpoint: `${deps.baseUrl}/v1/integrations/${installation.integration}/installations/${installation.id}/public` },
-  });
-
-  /** The installation if the caller may see it; 404 for missing, deleted and foreign alike. */
-  async function load(caller: Caller, id: string): Promise<InstallationView> {
-    if (!INSTALLATION_ID.test(id)) throw notFound('installation');
-    const installation = await handle(id)
-      .query(installationQuery)
-      .catch((err) => Promise.reject(err instanceof WorkflowNotFoundError ? notFound('installation') : err));
-    if (installation.status === 'deleted') throw notFound('installation');
-    // An installation token sees its own installation, and nothing else exists for it.
-    if (caller.kind === 'installation' ? caller.installationId !== installation.id : !isMember(caller, installation.target.org)) throw notFound('installation');
-    return installation;
-  }
-
-  /**
-   * Every refused property at once, then the destination: a webhook URL must not resolve
-   * to a non-public address (DESIGN.md §3). The workflow's update validator repeats the
-   * first part, so no path around the API can store what is refused here.
-   */
-  async function checkWebhookConfiguration(target: Target, configuration: Configuration): Promise<void> {
-    const issues = checkWebhookPatch(target, configuration).map((issue) => ({ ...issue, field: `configuration.${issue.field}` }));
-    if (issues.length) throw badRequest(`invalid configuration: ${issues.map((i) => `${i.field} ${i.message}`).join('; ')}`, issues);
-    if (typeof configuration.webhook_url !== 'string') return;
-    try {
-      await assertWebhookDestination(configuration.webhook_url, deps.webhookGuard);
-    } catch (err) {
-      throw badRequest(`configuration.webhook_url ${(err as Error).message}`, [{ field: 'configuration.webhook_url', message: (err as Error).message }]);
-    }
-  }
-
-  function list(caller: Caller, orgs: string[]) {
-    return deps.installations.list(orgs.filter((org) => isMember(caller, org)));
-  }
-
-  return { handle, withUrls, load, checkWebhookConfiguration, list };
-}
-
 export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
-  const api = installationApi(deps);
-  const catalog = new IntegrationCatalog(deps.client);
-  const { client } = deps;
+  const api = installationService(deps);
 
   routes.add<{ target: Target; configuration?: Configuration; installLink?: string }>(
     {
@@ -86,40 +19,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       body: createInstallationSchema,
       responses: { 201: { description: 'The installation', schema: installationSchema }, 400: { description: 'Invalid target or configuration' }, 404: { description: 'No such integration or organization, or not installable there' } },
     },
-    async ({ caller, body, params }) => {
-      if (body.target.space && body.target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
-      // The organization by id or subdomain, as in manifests; stored by id.
-      const org = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, body.target.org);
-      if (!org) throw notFound('organization');
-      requireMember(caller, org.id, 'organization');
-      const target = { ...body.target, org: org.id };
-      const integration = await catalog.state(params.name!);
-      // Not installable there answers like a missing integration: private names do not leak.
-      if (!integration?.summary || !catalog.installable(integration, target, body.installLink)) throw notFound('integration');
-      const configuration = body.configuration ?? {};
-      if (integration.name === WEBHOOK_INTEGRATION) await api.checkWebhookConfiguration(target, configuration);
-      const id = newInstallationId();
-      const state = newInstallationState(
-        {
-          id,
-          integration: integration.name,
-          version: integration.summary.latestVersion,
-          configurations: integration.name === WEBHOOK_INTEGRATION ? undefined : integration.summary.configurations,
-          target,
-          signingSecret: newSigningSecret(),
-          scopes: integration.summary.scopes,
-          eventTypes: integration.summary.eventTypes ?? [],
-        },
-        new Date().toISOString(),
-      );
-      const workflow = await client.workflow.start(installationWorkflow, { workflowId: installationWorkflowId(id), taskQueue: deps.taskQueue, args: [state] });
-      // The update validates the configuration, and answers once the read model holds the installation.
-      const installation = await workflow.executeUpdate(configureUpdate, { args: [configuration] }).catch(async (err) => {
-        await workflow.executeUpdate(deleteUpdate);
-        throw err;
-      });
-      return { status: 201, body: api.withUrls(installation) };
-    },
+    async ({ caller, body, params }) => ({ status: 201, body: api.withUrls(await api.install(caller, params.name!, body)) }),
   );
 
   routes.add(

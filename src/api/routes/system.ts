@@ -1,4 +1,6 @@
 import type { ApiDeps } from '../deps';
+import { fromThisHost, sameSecret } from '../auth';
+import { registry } from '../../metrics';
 import { ApiError } from '../errors';
 import { openApiDocument } from '../openapi';
 import { manifestSchema } from '../../manifest/validate';
@@ -10,7 +12,20 @@ const healthSchema = { type: 'object', required: ['status'], properties: { statu
 /** Each dependency gets this long to answer a health check. */
 const CHECK_MS = 1500;
 
-export function systemRoutes(routes: RouteTable, { client, baseUrl, installations }: ApiDeps): void {
+export function systemRoutes(routes: RouteTable, { client, baseUrl, installations, adminToken }: ApiDeps): void {
+  routes.add(
+    {
+      method: 'get',
+      path: '/metrics',
+      summary: 'Prometheus metrics: without a token from this host, with the administrator’s token from elsewhere',
+      access: 'anyone',
+      responses: { 200: { description: 'Prometheus text format' }, 401: { description: 'From elsewhere without the administrator token' } },
+    },
+    async ({ ctx }) => {
+      if (!fromThisHost(ctx) && !sameSecret(ctx.get('authorization'), `Bearer ${adminToken}`)) throw new ApiError(401, 'unauthorized', 'metrics need the administrator token from outside this host');
+      return { status: 200, headers: { 'content-type': registry.contentType }, body: await registry.metrics() };
+    },
+  );
   const checks: Record<string, () => Promise<unknown>> = {
     temporal: () => client.withDeadline(Date.now() + CHECK_MS, () => client.workflowService.getSystemInfo({})),
     database: () => installations.ping(),

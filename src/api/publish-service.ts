@@ -1,0 +1,84 @@
+import type { Client } from '@temporalio/client';
+import { inspectScript, type ScriptInspection } from '../isolates/inspect-script';
+import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
+import { MAX_SCRIPT_BYTES } from '../manifest/types';
+import { validateManifest } from '../manifest/validate';
+import { publishes } from '../metrics';
+import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../workflows/directory';
+import { commitVersionUpdate, integrationVersionWorkflow, integrationVersionWorkflowId, integrationWorkflow, integrationWorkflowId, reserveVersionUpdate } from '../workflows/integration';
+import { requireMember, type Caller } from './auth';
+import { ApiError, badRequest, conflict, notFound } from './errors';
+import { newInstallLinkToken } from './integration-catalog';
+
+const MAX_ASSETS_BYTES = 512 * 1024;
+
+export interface PublishBody {
+  manifest: string;
+  script: string;
+  assets?: Record<string, string>;
+  secrets?: Record<string, string>;
+}
+
+/**
+ * Publishing a version: every problem of the manifest and the script at once, then reserve,
+ * store, commit (a crash in between leaves a gap in the numbering, never a half version).
+ */
+export class PublishService {
+  constructor(
+    private readonly client: Client,
+    private readonly taskQueue: string,
+  ) {}
+
+  async publish(caller: Caller, body: PublishBody): Promise<{ name: string; version: number }> {
+    const timer = publishes.startTimer();
+    try {
+      const published = await this.run(caller, body);
+      timer({ outcome: 'published' });
+      return published;
+    } catch (err) {
+      timer({ outcome: 'refused' });
+      throw err;
+    }
+  }
+
+  private async run(caller: Caller, body: PublishBody): Promise<{ name: string; version: number }> {
+    if (Buffer.byteLength(body.script) > MAX_SCRIPT_BYTES) {
+      throw new ApiError(413, 'payload_too_large', `the script bundle is ${Buffer.byteLength(body.script)} bytes; the limit is ${MAX_SCRIPT_BYTES} (1 MiB)`, [{ field: 'script', message: 'exceeds 1 MiB' }]);
+    }
+    // A Map: asset names like "constructor" must not find what every object inherits.
+    const assets = new Map(Object.entries(body.assets ?? {}).map(([file, base64]) => [file, Buffer.from(base64, 'base64')]));
+    if ([...assets.values()].reduce((sum, bytes) => sum + bytes.length, 0) > MAX_ASSETS_BYTES) throw badRequest('assets exceed 512 KiB in all', [{ field: 'assets', message: 'exceed 512 KiB' }]);
+    // SPEC.md makes the script optional; without one, no component exists.
+    const inspection: ScriptInspection = body.script ? await inspectScript(body.script) : { ok: true, componentIds: [], eventTypes: [] };
+    const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets.get(file), componentIds: inspection.ok ? inspection.componentIds : undefined });
+    // Every problem at once: the manifest's, each with its line, and the script's.
+    const details = [...errors.map(({ path, ...rest }) => ({ field: path, ...rest })), ...(inspection.ok ? [] : [{ field: 'script', message: inspection.error }])];
+    if (!manifest || !inspection.ok || details.length) throw badRequest(`the integration has ${details.length} error(s): ${details.map((d) => ('line' in d ? `${d.line}:${d.column} ${d.field} ${d.message}` : `${d.field}: ${d.message}`)).join('; ')}`, details);
+
+    const org = await this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, manifest.organization);
+    if (!org) throw notFound('organization');
+    requireMember(caller, org.id, 'organization');
+    const secrets = body.secrets ?? {};
+    const listed = new Set(Object.keys(manifest.secrets ?? {}));
+    const missing = [...listed].filter((name) => !Object.prototype.hasOwnProperty.call(secrets, name));
+    const extra = Object.keys(secrets).filter((name) => !listed.has(name));
+    if (missing.length || extra.length) {
+      throw badRequest('secrets must match the manifest', [...missing.map((name) => ({ field: `secrets.${name}`, message: 'is listed in the manifest but has no value' })), ...extra.map((name) => ({ field: `secrets.${name}`, message: 'is not listed in the manifest' }))]);
+    }
+    if (manifest.name === WEBHOOK_INTEGRATION) throw conflict(`the name "${WEBHOOK_INTEGRATION}" is not available`);
+
+    const handle = await this.client.workflow.start(integrationWorkflow, {
+      workflowId: integrationWorkflowId(manifest.name),
+      taskQueue: this.taskQueue,
+      args: [{ name: manifest.name, ownerOrg: org.id, installLinkToken: newInstallLinkToken() }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    const version = await handle.executeUpdate(reserveVersionUpdate, { args: [org.id] });
+    await this.client.workflow.start(integrationVersionWorkflow, {
+      workflowId: integrationVersionWorkflowId(manifest.name, version),
+      taskQueue: this.taskQueue,
+      args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: body.assets ?? {}, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin' }],
+    });
+    return handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id, inspection.eventTypes] });
+  }
+}

@@ -1,0 +1,53 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The platform's Prometheus metrics: one registry per process, served at `/metrics` on the
+ * API's port and on the worker's PLATFORM_WORKER_METRICS_PORT. Label values are bounded
+ * sets (statuses, event types, status classes), never ids.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'platform_' });
+
+export const eventsIngested = new Counter({ name: 'platform_events_ingested_total', help: 'Events accepted by ingest (202), by type', labelNames: ['type'], registers: [registry] });
+export const ingestUnavailable = new Counter({ name: 'platform_ingest_unavailable_total', help: 'Ingest answers of 503: the engine or the log did not take the event in time', registers: [registry] });
+export const deliveriesFinished = new Counter({ name: 'platform_deliveries_total', help: 'Deliveries that reached a final state, by status and event type', labelNames: ['status', 'event_type'], registers: [registry] });
+export const attemptDuration = new Histogram({
+  name: 'platform_attempt_duration_seconds',
+  help: 'Delivery attempts (webhook POSTs and calls into integration code), by outcome class (2xx, 4xx, 5xx, error)',
+  labelNames: ['status_class'],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+export const retriesScheduled = new Counter({ name: 'platform_retries_scheduled_total', help: 'Attempts that ended in a retry wait', registers: [registry] });
+export const logWriteLag = new Histogram({
+  name: 'platform_delivery_log_write_lag_seconds',
+  help: 'From the end of a batch’s last attempt to its outcomes committed in the delivery log',
+  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+  registers: [registry],
+});
+export const publishes = new Histogram({ name: 'platform_publish_duration_seconds', help: 'Publishes of integration versions, by outcome (published, refused)', labelNames: ['outcome'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5], registers: [registry] });
+export const isolateCalls = new Histogram({
+  name: 'platform_isolate_call_duration_seconds',
+  help: 'Calls into integration code, by kind (fetch, event, component) and outcome (HTTP status class, or killed)',
+  labelNames: ['kind', 'outcome'],
+  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+  registers: [registry],
+});
+export const temporalClientErrors = new Counter({ name: 'platform_temporal_client_errors_total', help: 'Temporal client calls that failed, by gRPC status code', labelNames: ['code'], registers: [registry] });
+
+let countPendingRetries: (() => Promise<number>) | undefined;
+new Gauge({
+  name: 'platform_retries_pending',
+  help: 'Deliveries waiting for a retry (pending, with at least one attempt), read from the delivery log at each scrape',
+  registers: [registry],
+  async collect() {
+    if (countPendingRetries) this.set(await countPendingRetries());
+  },
+});
+
+/** Where the pending-retries gauge reads from: the delivery log this process writes. */
+export function trackPendingRetries(count: () => Promise<number>): void {
+  countPendingRetries = count;
+}
+
+export const statusClass = (statusCode: number | undefined): string => (statusCode === undefined ? 'error' : `${Math.floor(statusCode / 100)}xx`);
