@@ -134,7 +134,7 @@ describe('tenancy and bad input', function () {
       assert.equal(answer.body.error, 'unsupported_media_type');
     });
 
-    it('unknown methods (501) and methods a route lacks (405) answer in the error shape', async function () {
+    it('methods a path does not take (TRACE among them) answer 405 with Allow, in the error shape', async function () {
       // fetch() refuses to send TRACE: node:http does.
       const trace = await new Promise<{ status: number; body: any }>((resolve, reject) => {
         const request = http.request(`${platform.api.url}/v1/orgs`, { method: 'TRACE' }, (response) => {
@@ -145,8 +145,9 @@ describe('tenancy and bad input', function () {
         request.on('error', reject);
         request.end();
       });
-      assert.equal(trace.status, 501);
+      assert.equal(trace.status, 405);
       assert.deepEqual(Object.keys(trace.body), ['error', 'message', 'details']);
+      assert.match(trace.body.message, /TRACE is not allowed on \/v1\/orgs; allowed: POST/);
       const put = await platform.http('PUT', '/v1/orgs', { token: platform.adminToken, body: {} });
       assert.equal(put.status, 405);
       assert.equal(put.body.error, 'method_not_allowed');

@@ -1,10 +1,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Koa from 'koa';
+import Koa, { type Context, type Next } from 'koa';
 import type { Client } from '@temporalio/client';
 import { Authenticator } from './auth';
 import { buildApiDeps, type ApiDeps, type ApiSettings } from './deps';
-import { errorMiddleware } from './errors';
+import { ApiError, errorMiddleware } from './errors';
 import { RouteTable } from './route-table';
 import { codecCors, codecRoutes } from './routes/codec';
 import { deliveryRoutes } from './routes/deliveries';
@@ -31,10 +31,23 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
     deps.logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Date.now() - started }, 'request');
   });
   app.use(codecCors(deps.codecCorsOrigins));
+  app.use(methodNotAllowed);
   app.use(routes.router.routes());
-  // Thrown, so that 405 and 501 leave in the error shape like every other refusal.
-  app.use(routes.router.allowedMethods({ throw: true }));
   return { app, routes };
+}
+
+/**
+ * A known path asked with a method it does not take (TRACE among them): 405 with `Allow`,
+ * in the error shape like every other refusal.
+ */
+async function methodNotAllowed(ctx: Context, next: Next): Promise<void> {
+  await next();
+  const matched = (ctx as { matched?: { methods: string[] }[] }).matched ?? [];
+  if (ctx.status !== 404 || ctx.body !== undefined || matched.length === 0) return;
+  const allowed = [...new Set(matched.flatMap((layer) => layer.methods))];
+  if (allowed.includes(ctx.method)) return;
+  ctx.set('Allow', allowed.join(', '));
+  throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`);
 }
 
 /**

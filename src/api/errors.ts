@@ -30,7 +30,7 @@ export const conflict = (message: string) => new ApiError(409, 'conflict', messa
 /** What the platform answers of a dependency (an isolate, the engine) on its own account: with its message. */
 const GATEWAY_STATUSES = [502, 503, 504];
 
-const statusCodes: Record<number, string> = { 400: 'invalid_request', 401: 'unauthorized', 404: 'not_found', 405: 'method_not_allowed', 413: 'payload_too_large', 415: 'unsupported_media_type', 501: 'not_implemented' };
+const statusCodes: Record<number, string> = { 400: 'invalid_request', 401: 'unauthorized', 404: 'not_found', 405: 'method_not_allowed', 413: 'payload_too_large', 415: 'unsupported_media_type' };
 
 /**
  * Update validators reject with typed ApplicationFailures; they become the matching 4xx
@@ -72,11 +72,10 @@ export function errorBody(err: Error): { error: string; message: string; details
   return { error: 'internal', message: 'Internal server error', details: [] };
 }
 
-/** The body parser's and the router's errors, said in terms of what the client sent. */
-function bodyParserMessage(err: Error & { type?: string; expose?: boolean; limit?: number; status?: number }): string {
+/** The body parser's errors, said in terms of what the client sent. */
+function bodyParserMessage(err: Error & { type?: string; expose?: boolean; limit?: number }): string {
   if (err.type === 'entity.too.large') return err.limit ? `request body too large: the limit is ${err.limit} bytes (${Math.round((err.limit / 1024 / 1024) * 10) / 10} MiB)` : 'request body too large';
   if (err instanceof SyntaxError || err.type === 'entity.parse.failed') return `request body is not valid JSON: ${err.message}`;
-  if (err.status === 501) return 'this method is not implemented for any route';
   return err.expose ? err.message : 'Request refused';
 }
 
@@ -88,10 +87,11 @@ export function errorMiddleware(logger: Logger) {
       if (ctx.status === 404 && ctx.body === undefined) throw notFound(`route ${ctx.method} ${ctx.path}`);
     } catch (raw) {
       const err = fromTemporal(raw) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
-      // 501: a method no route knows (the router's); 502-504: a dependency, said by the platform.
-      const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || err.status === 501 || (err instanceof ApiError && GATEWAY_STATUSES.includes(err.status))) ? err.status : 500;
+      // 502-504: a dependency, said by the platform.
+      const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || (err instanceof ApiError && GATEWAY_STATUSES.includes(err.status))) ? err.status : 500;
       if (status === 503) {
-        logger.warn({ err: err.cause ?? err, method: ctx.method, path: ctx.path }, 'dependency unavailable');
+        // The message names the dependency; its gRPC stack tells an operator nothing more.
+        logger.warn({ reason: (err.cause instanceof Error ? err.cause : err).message, method: ctx.method, path: ctx.path }, 'dependency unavailable');
         ctx.set('Retry-After', '1');
       }
       if (status === 500) {

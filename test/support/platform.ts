@@ -7,6 +7,7 @@ import { connectClient } from '../../src/temporal/client';
 import { createTestWorker } from './worker';
 import { namespaceFor } from './namespaces';
 import { testDatabaseUrl, testPlatformPorts, testSettings } from './settings';
+import { NowhereGuard } from './nowhere-guard';
 import { openDeliveryLog, type DeliveryLogStores } from '../../src/delivery-log';
 import { egressGuard, webhookGuard } from '../../src/net/guards';
 import { createIntegrationRuntime } from '../../src/isolates';
@@ -30,6 +31,8 @@ export interface TestPlatformOptions {
   adminToken?: string;
   /** `host:port` pairs integration code may reach (PLATFORM_EGRESS_ALLOW). */
   egressAllow?: string[];
+  /** `nowhere`: webhooks and integration code reach no destination at all (fuzzing). */
+  outbound?: 'nowhere';
   /** The delivery log: a fresh SQLite file (default), a fresh PostgreSQL database, or another platform's (`databaseUrl`). */
   database?: 'sqlite' | 'postgres';
   databaseUrl?: string;
@@ -73,15 +76,16 @@ export class TestPlatform {
     this.platformPorts = testPlatformPorts();
     this.databaseUrl = this.options.databaseUrl ?? (await testDatabaseUrl(this.options.database ?? 'sqlite', this.namespace));
     this.stores = await openDeliveryLog({ url: this.databaseUrl, encryptionKey, namespace: this.namespace });
-    const guard = webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
+    const nowhere = this.options.outbound === 'nowhere' ? new NowhereGuard() : undefined;
+    const guard = nowhere ?? webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
     // The API's port is chosen first: the isolates' API binding and public endpoints are built from it.
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts });
+    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts });
     this.isolates = pool;
     this.runtime = runtime;
     if (this.options.worker !== false) {
-      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, allowPrivateTargets: this.options.allowPrivateTargets, attemptTimeoutMs: this.options.attemptTimeoutMs });
+      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs });
       this.workerRun = this.worker.run();
     }
     this.api = await startApi(

@@ -6,6 +6,7 @@ import type { IntegrationRuntime } from '../../src/isolates/integration-runtime'
 import type { Logger } from '../../src/logger';
 import { webhookGuard } from '../../src/net/guards';
 import type { PlatformPorts } from '../../src/net/platform-ports';
+import type { DestinationGuard } from '../../src/net/destination-guard';
 import { createWorker } from '../../src/worker';
 import { testSettings } from './settings';
 
@@ -18,7 +19,8 @@ export interface TestWorkerOptions {
   baseUrl: string;
   platformPorts: PlatformPorts;
   logger: Logger;
-  allowPrivateTargets?: boolean;
+  /** Where webhooks may go: private targets allowed unless a guard is given. */
+  webhookGuard?: DestinationGuard;
   attemptTimeoutMs?: number;
 }
 
@@ -36,7 +38,7 @@ export function createTestWorker(options: TestWorkerOptions): Promise<Worker> {
     runtime: options.runtime,
     baseUrl: options.baseUrl,
     deliveryShards: 4,
-    webhookGuard: webhookGuard(options.allowPrivateTargets ?? true, options.platformPorts),
+    webhookGuard: options.webhookGuard ?? webhookGuard(true, options.platformPorts),
     retentionDays: 30,
     logger: options.logger,
     attemptTimeoutMs: options.attemptTimeoutMs,
