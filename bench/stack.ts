@@ -92,7 +92,7 @@ export async function startEmbedded(): Promise<Stack> {
 /** The production shape on one machine: a dev server, the API and the worker as processes of their own. */
 export async function startSplit(): Promise<Stack> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-bench-'));
-  const devServer: DevServer = await startDevServer({ cliPath: await findOrBuildTemporalCli(), namespace: 'default', dbFile: path.join(dataDir, 'temporal.db') });
+  const devServer: DevServer = await startDevServer({ cliPath: await findOrBuildTemporalCli(process.env), namespace: 'default', dbFile: path.join(dataDir, 'temporal.db') });
   const port = await freePort();
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
   const env = { ...baseEnv(dataDir, port, adminToken), TEMPORAL_ADDRESS: devServer.address, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey() };

@@ -20,7 +20,11 @@ export interface PlatformConfig {
   /** Embedded default: the dev server's gRPC and Web UI ports. */
   devServerPort: number;
   devServerUiPort: number;
-  temporalCliPath?: string;
+  /**
+   * What a tool the service finds or builds inherits: the Temporal CLI is looked up through
+   * TEMPORAL_CLI_PATH, PATH and XDG_CACHE_HOME, and `go install` needs Go's own variables.
+   */
+  toolEnv: NodeJS.ProcessEnv;
   taskQueue: string;
   logLevel: string;
   /** The delivery log: `postgres://…`, or `sqlite:<file>` (default: in the data directory). */
@@ -30,6 +34,8 @@ export interface PlatformConfig {
   temporalUiUrl?: string;
   /** Long-lived delivery workflows events are spread over. */
   deliveryShards: number;
+  /** Browser origins (a Temporal UI) allowed to call /codec/* (PLATFORM_CODEC_CORS_ORIGINS). */
+  codecCorsOrigins: string[];
   /** The worker's /metrics port (a worker on its own; the embedded default serves metrics on the API's port). */
   workerMetricsPort: number;
 }
@@ -51,13 +57,14 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     devServerPort: Number(env.PLATFORM_TEMPORAL_PORT ?? 7233),
     devServerUiPort: Number(env.PLATFORM_TEMPORAL_UI_PORT ?? 8233),
-    temporalCliPath: env.TEMPORAL_CLI_PATH || undefined,
+    toolEnv: env,
     taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
     logLevel: env.LOG_LEVEL || 'info',
     databaseUrl: env.PLATFORM_DATABASE_URL || `sqlite:${path.join(dataDir, 'delivery-log.db')}`,
     retentionDays: positiveInteger('PLATFORM_DELIVERY_RETENTION_DAYS', env.PLATFORM_DELIVERY_RETENTION_DAYS, 30),
     temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
     deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 2),
+    codecCorsOrigins: (env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
     workerMetricsPort: positiveInteger('PLATFORM_WORKER_METRICS_PORT', env.PLATFORM_WORKER_METRICS_PORT, 9464),
   };
 }

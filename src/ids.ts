@@ -6,6 +6,14 @@ export type InstallationId = Branded<'ins'>;
 export type EventId = Branded<'evt'>;
 export type DeliveryId = Branded<'dlv'>;
 
+/** Any id the API takes in a path or a query (delivery ids join two with ':'). */
+export const ID_PATTERN = '^[A-Za-z0-9_.:-]{1,200}$';
+export const isId = (value: string): boolean => new RegExp(ID_PATTERN).test(value);
+/** Event ids name deliveries (`<event>:<installation>`), so they cannot contain ':'. */
+export const EVENT_ID_PATTERN = '^[A-Za-z0-9_.-]{1,200}$';
+/** Installation ids as newInstallationId makes them. */
+export const INSTALLATION_ID = /^ins_[A-Za-z0-9_-]{1,64}$/;
+
 function randomId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }

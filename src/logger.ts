@@ -3,7 +3,7 @@ import pino from 'pino';
 export type Logger = pino.Logger;
 
 /** Structured JSON logs; secrets and tokens are redacted wherever they appear by name. */
-export function createLogger(level = process.env.LOG_LEVEL || 'info', name = 'platform'): Logger {
+export function createLogger(level: string, name = 'platform'): Logger {
   return pino({
     name,
     level,

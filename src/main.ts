@@ -32,7 +32,7 @@ async function main(): Promise<void> {
 
   let devServer: DevServer | undefined;
   if (embedded) {
-    const cliPath = await findOrBuildTemporalCli();
+    const cliPath = await findOrBuildTemporalCli(config.toolEnv);
     devServer = await startDevServer({
       cliPath,
       namespace: config.temporalNamespace,
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
       deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: true,
-      codecCorsOrigins: uiOrigins,
+      codecCorsOrigins: [...config.codecCorsOrigins, ...uiOrigins],
     },
     config.port,
   );

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { INSTALLATION_ID } from '../ids';
 import type { Configuration } from '../integrations/configuration';
 import { publicEndpoint } from '../integrations/environment';
 import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
@@ -11,8 +12,6 @@ import { isMember, requireMember, type Caller } from './auth';
 import type { ApiDeps } from './deps';
 import { badRequest, notFound } from './errors';
 import { IntegrationCatalog } from './integration-catalog';
-
-const INSTALLATION_ID = /^ins_[A-Za-z0-9_-]{1,64}$/;
 
 export const newSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 

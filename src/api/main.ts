@@ -30,7 +30,7 @@ async function main(): Promise<void> {
       deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: false,
-      codecCorsOrigins: (process.env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').filter(Boolean),
+      codecCorsOrigins: config.codecCorsOrigins,
     },
     config.port,
   );

@@ -1,8 +1,9 @@
-import { DELIVERY_STATUSES } from '../delivery-log/types';
+import { DELIVERY_STATUSES, LISTED_INSTALLATION_STATUSES } from '../delivery-log/types';
+import { ID_PATTERN } from '../ids';
 import type { SchemaObject } from 'ajv';
 
 /** Shapes of DESIGN.md §4, shared by request parsing and the OpenAPI document. */
-const id = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.:-]+$' } as const;
+const id = { type: 'string', minLength: 1, maxLength: 200, pattern: ID_PATTERN } as const;
 
 export const errorSchema: SchemaObject = {
   type: 'object',
@@ -30,7 +31,7 @@ export const installationSchema: SchemaObject = {
     id: { type: 'string' },
     integration: { type: 'string' },
     target: targetSchema,
-    status: { enum: ['pending', 'active', 'paused'] },
+    status: { enum: [...LISTED_INSTALLATION_STATUSES] },
     configuration: configurationSchema,
     urls: { type: 'object', properties: { publicEndpoint: { type: 'string' } } },
     createdAt: { type: 'string' },

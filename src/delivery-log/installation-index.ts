@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Encryption } from '../encryption';
 import { maskCredentials } from '../integrations/configuration';
 import type { InstallationsTable, Schema } from './schema';
-import type { InstallationProjection, InstallationStatus, InstallationSummary, SigningSecret } from './types';
+import { LISTED_INSTALLATION_STATUSES, type InstallationProjection, type InstallationStatus, type InstallationSummary, type SigningSecret } from './types';
 
 /** What an attempt or a call into an isolate needs of its installation. */
 export type InstallationTarget = Omit<InstallationProjection, 'updatedAt'>;
@@ -64,7 +64,7 @@ export class InstallationIndex {
   }
 
   /** The organizations' installations that are not deleted, oldest first. */
-  async of(orgs: string[], statuses: InstallationStatus[] = ['pending', 'active', 'paused']): Promise<InstallationSummary[]> {
+  async of(orgs: string[], statuses: readonly InstallationStatus[] = LISTED_INSTALLATION_STATUSES): Promise<InstallationSummary[]> {
     if (orgs.length === 0) return [];
     const rows = await this.db.selectFrom('installations').selectAll().where('organization_id', 'in', orgs).where('status', 'in', statuses).orderBy('created_at').orderBy('id').execute();
     return rows.map(summaryOf);

@@ -77,7 +77,9 @@ export interface SigningSecret {
   expiresAt?: string;
 }
 
-export type InstallationStatus = 'pending' | 'active' | 'paused' | 'deleted';
+/** `deleted` stays in the read model (an attempt must learn it); nothing lists it. */
+export const LISTED_INSTALLATION_STATUSES = ['pending', 'active', 'paused'] as const;
+export type InstallationStatus = (typeof LISTED_INSTALLATION_STATUSES)[number] | 'deleted';
 
 /** What fan-out, attempts and listings need of an installation. */
 export interface InstallationSummary {

@@ -12,6 +12,7 @@ import { childrenOf, isAlive, listeningPorts, residentBytes } from '../net/procf
  * to its parent, so that no workerd process outlives the platform process, however it dies.
  */
 function tieWorkerdToParent(): void {
+  // miniflare's interface is this variable; one the operator set is kept as it is.
   if (process.env.MINIFLARE_WORKERD_PATH) return;
   const [command, args] = tiedToParent(require('workerd').default as string, []);
   if (args.length === 0) return;

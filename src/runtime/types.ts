@@ -1,6 +1,8 @@
 /** Types an integration is written against: events, the environment, UI markup (SPEC.md). */
 
-export type InstallationStatusValue = 'pending' | 'active' | 'paused';
+import type { LISTED_INSTALLATION_STATUSES } from '../delivery-log/types';
+
+export type InstallationStatusValue = (typeof LISTED_INSTALLATION_STATUSES)[number];
 
 /** `context.environment`: built by the platform for each call, never taken from a caller. */
 export interface IntegrationEnvironment {

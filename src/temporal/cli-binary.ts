@@ -7,7 +7,7 @@ import path from 'node:path';
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
 /** Per-user tool cache outside any checkout, so fresh clones and CI reuse one build. */
-export function toolCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+export function toolCacheDir(env: NodeJS.ProcessEnv): string {
   const base = env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
   return path.join(base, 'integration-platform', 'temporal-cli-v1.5.1');
 }
@@ -33,7 +33,7 @@ function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
  * and otherwise builds it once with `go install` into the tool cache.
  */
 export async function findOrBuildTemporalCli(
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv,
   say: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<string> {
   if (env.TEMPORAL_CLI_PATH) {

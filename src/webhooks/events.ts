@@ -1,4 +1,5 @@
 import type { JSONSchemaType, SchemaObject } from 'ajv';
+import { EVENT_ID_PATTERN } from '../ids';
 
 /** The webhook event types of SPEC.md's Events section. */
 export const WEBHOOK_EVENT_TYPES = ['space_content_updated', 'site_view', 'page_feedback'] as const;
@@ -84,7 +85,7 @@ const visitor: JSONSchemaType<Visitor> = {
   },
 };
 const common = {
-  eventId: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.-]+$', nullable: true },
+  eventId: { type: 'string', minLength: 1, maxLength: 200, pattern: EVENT_ID_PATTERN, nullable: true },
   installationId: { type: 'string', minLength: 1, nullable: true },
   organizationId: str,
 } as const;

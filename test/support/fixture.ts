@@ -16,7 +16,7 @@ let postgres: TestPostgres | undefined;
  * and one PostgreSQL cluster per run, handed to the test processes through the environment.
  */
 export async function mochaGlobalSetup(): Promise<void> {
-  const cliPath = await findOrBuildTemporalCli();
+  const cliPath = await findOrBuildTemporalCli(process.env);
   const namespaces = allTestNamespaces(path.join(__dirname, '..'));
   server = await startDevServer({ cliPath, namespace: 'default', extraNamespaces: namespaces });
   const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger });

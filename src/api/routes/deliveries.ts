@@ -1,4 +1,5 @@
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../../delivery-log/types';
+import { isId } from '../../ids';
 import { requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
@@ -14,12 +15,11 @@ export function isoTime(value: string): number | undefined {
 }
 
 const STATUSES: readonly DeliveryStatus[] = DELIVERY_STATUSES;
-const VALUE = /^[A-Za-z0-9_.:-]{1,200}$/;
 
 function checkQuery(query: Record<string, string | undefined>): void {
   const details = [];
   for (const field of ['installation', 'eventId', 'org'] as const) {
-    if (query[field] !== undefined && !VALUE.test(query[field]!)) details.push({ field, message: 'must be an id' });
+    if (query[field] !== undefined && !isId(query[field]!)) details.push({ field, message: 'must be an id' });
   }
   if (query.status !== undefined && !STATUSES.includes(query.status as DeliveryStatus)) details.push({ field: 'status', message: `must be one of ${STATUSES.join(', ')}` });
   if (query.since !== undefined && !isoTime(query.since)) details.push({ field: 'since', message: 'must be an ISO 8601 time' });
@@ -33,7 +33,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
   const installations = installationService(deps);
 
   async function load(caller: Caller, id: string): Promise<Delivery> {
-    const delivery = VALUE.test(id) ? await store.get(id) : undefined;
+    const delivery = isId(id) ? await store.get(id) : undefined;
     if (!delivery) throw notFound('delivery');
     requireMember(caller, delivery.organizationId, 'delivery');
     return delivery;
