@@ -36,6 +36,13 @@ export interface PlatformConfig {
   deliveryShards: number;
   /** Browser origins (a Temporal UI) allowed to call /codec/* (PLATFORM_CODEC_CORS_ORIGINS). */
   codecCorsOrigins: string[];
+  /**
+   * OTLP/HTTP traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else
+   * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces` (the OpenTelemetry convention); tracing is off without either.
+   */
+  otlpTracesUrl?: string;
+  /** OTEL_SERVICE_NAME; each entry point has its own default. */
+  serviceName?: string;
   /** The worker's /metrics port (a worker on its own; the embedded default serves metrics on the API's port). */
   workerMetricsPort: number;
 }
@@ -65,6 +72,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
     deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 2),
     codecCorsOrigins: (env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
+    otlpTracesUrl: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || (env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
+    serviceName: env.OTEL_SERVICE_NAME || undefined,
     workerMetricsPort: positiveInteger('PLATFORM_WORKER_METRICS_PORT', env.PLATFORM_WORKER_METRICS_PORT, 9464),
   };
 }

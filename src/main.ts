@@ -12,6 +12,7 @@ import { openDeliveryLog } from './delivery-log';
 import { stopOnSignals } from './lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
 import { createIntegrationRuntime } from './isolates';
+import { startTracing } from './tracing';
 
 /**
  * `npm start`: the embedded default. Without TEMPORAL_ADDRESS it runs a Temporal dev
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel);
   installTemporalRuntime(logger);
+  const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'integration-platform' });
   const generated = loadOrCreateSecrets(config.dataDir);
   const adminToken = config.adminToken ?? generated.adminToken;
   const encryptionKey = config.encryptionKey ?? generated.encryptionKey;
@@ -43,7 +45,7 @@ async function main(): Promise<void> {
     });
   }
   const address = config.temporalAddress ?? devServer!.address;
-  const settings = { address, namespace: config.temporalNamespace, encryptionKey };
+  const settings = { address, namespace: config.temporalNamespace, encryptionKey, tracing };
   const client = await connectClient(settings);
   const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl });
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
@@ -91,7 +93,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await workerRun;
     await Promise.all([client.connection.close(), pool.close()]);
-    await stores.close();
+    await Promise.all([stores.close(), tracing?.shutdown()]);
     await devServer?.stop();
   }, logger);
 }

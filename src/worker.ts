@@ -12,12 +12,16 @@ import { createIntegrationRuntime } from './isolates';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { stopOnSignals } from './lifecycle';
 import { serveMetrics } from './metrics/server';
+import { startTracing, type Tracing } from './tracing';
+import { tracingWorkerOptions } from './tracing/temporal';
 
 export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'shards'> {
   address: string;
   namespace: string;
   taskQueue: string;
   encryptionKey: string;
+  /** Workflow and activity spans, exported with the process's. */
+  tracing?: Tracing;
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundle;
   client: Client;
@@ -43,6 +47,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     // A shard whose worker died waits this long for it before another worker takes over
     // (10 s by default): the bench's worker SIGKILL measured deliveries back after 7-11 s.
     stickyQueueScheduleToStartTimeout: '2 seconds',
+    ...tracingWorkerOptions(options.tracing, options.workflowBundle !== undefined),
   });
 }
 
@@ -51,12 +56,14 @@ async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'worker');
   installTemporalRuntime(logger);
+  const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-worker' });
   const platformPorts = platformPortsOf(config);
   await assertEgressAllowList(config.egressAllow, platformPorts);
   const settings = {
     address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'),
     namespace: config.temporalNamespace,
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
+    tracing,
   };
   const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl });
   const client = await connectClient(settings);
@@ -81,7 +88,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await running;
     await Promise.all([pool.close(), client.connection.close(), metrics.close()]);
-    await stores.close();
+    await Promise.all([stores.close(), tracing?.shutdown()]);
   }, logger);
   await running;
 }

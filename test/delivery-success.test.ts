@@ -41,6 +41,8 @@ describe('a delivery to a receiver that answers 200', function () {
     assert.equal(body.eventId, ingest.body.eventId);
     assert.equal(receiver.requests[0]!.headers['content-type'], 'application/json');
     assert.match(String(receiver.requests[0]!.headers['user-agent']), /^platform-webhooks\/\d+\.\d+\.\d+$/);
+    // Tracing is off here (no OTLP endpoint): no trace header leaves.
+    assert.equal(receiver.requests[0]!.headers.traceparent, undefined);
   });
 
   it('carries a signature that Stripe’s own verifier accepts', function () {

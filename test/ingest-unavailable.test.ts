@@ -3,6 +3,7 @@ import { createLogger } from '../src/logger';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { createTestWorker } from './support/worker';
+import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../src/workflows/directory';
 
 describe('ingest while the engine does not answer', function () {
   this.timeout(90_000);
@@ -19,6 +20,10 @@ describe('ingest while the engine does not answer', function () {
     // Installing needs the engine: a worker for that, then none.
     let worker = await makeWorker();
     let running = worker.run();
+    // The fresh worker's first task (the directory's replay) can outlast the API's 1.5 s
+    // deadline under the whole suite's load: a query (safe to repeat, unlike a creation) warms it.
+    const directory = platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID);
+    await waitFor(() => directory.query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
     const tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'down' }, receiver.url, { space_content_updated: true });
     worker.shutdown();

@@ -13,13 +13,15 @@ import { publicEndpoint } from '../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
 import { IsolateError } from '../isolates/isolate-pool';
-
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { contextOf, injectTraceHeaders, inSpan, linksTo, tracer } from '../tracing';
 
 export interface AttemptBatchInput {
   /** The shard run making the attempts; each record links to it. */
   workflowId: string;
   runId: string;
-  entries: { id: string; attempt: number }[];
+  /** `trace`: the event's ingest span, which each attempt continues. */
+  entries: { id: string; attempt: number; trace?: string }[];
 }
 
 /** What the shard needs back: nothing for a finished delivery, the wait for one to retry. */
@@ -105,31 +107,55 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       {
         url: target.url!,
         body: delivery.body,
-        headers: {
+        // The attempt's traceparent when tracing: a receiver that traces continues the event's trace.
+        headers: injectTraceHeaders({
           'Content-Type': 'application/json',
           'User-Agent': `platform-webhooks/${PLATFORM_VERSION}`,
           [SIGNATURE_HEADER]: signatureHeader(delivery.body, secrets, Math.floor(now / 1000)),
-        },
+        }),
       },
       { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs },
     );
     return judge(delivery.id, { attempt, ...result }, retryAfterMs);
   }
 
+  /**
+   * One attempt in a span of its own: a child of the event's ingest span (so the event's
+   * trace runs from its POST to its receiver), linked to the batch's activity span.
+   */
+  function tracedAttempt(delivery: DeliveryToAttempt, entry: AttemptBatchInput['entries'][number], target: InstallationTarget): Promise<DeliveryOutcome> {
+    const batch = trace.getActiveSpan()?.spanContext();
+    const span = tracer.startSpan(
+      target.integration === WEBHOOK_INTEGRATION ? 'webhook attempt' : 'integration event',
+      { kind: SpanKind.CLIENT, links: batch ? [{ context: batch }] : [], attributes: { 'delivery.id': delivery.id, 'delivery.attempt': entry.attempt, 'event.type': delivery.eventType, 'installation.id': delivery.installationId } },
+      contextOf(entry.trace),
+    );
+    return inSpan(span, async () => {
+      const outcome = await attemptOne(delivery, entry.attempt, target);
+      if (outcome.attempt?.statusCode !== undefined) span.setAttribute('http.response.status_code', outcome.attempt.statusCode);
+      span.setAttribute('delivery.status', outcome.status);
+      if (outcome.status !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.attempt?.error ?? `status ${outcome.attempt?.statusCode ?? outcome.reason}` });
+      return outcome;
+    });
+  }
+
   return async function attemptDeliveries(input: AttemptBatchInput): Promise<AttemptBatchResult[]> {
     const heartbeat = setInterval(() => Context.current().heartbeat(), 1000);
+    // The batch carried many events: its span (the activity's) links to each one's.
+    trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
       const deliveries = await deps.log.toAttempt(input.entries.map((entry) => entry.id));
       const targets = await deps.installations.targets([...new Set([...deliveries.values()].map((d) => d.installationId))]);
       const outcomes = await Promise.all(
-        input.entries.map(async ({ id, attempt }): Promise<DeliveryOutcome | undefined> => {
+        input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {
+          const { id, attempt } = entry;
           const delivery = deliveries.get(id);
           // Gone (purged) or finished already (handed over twice): nothing to do.
           if (!delivery || delivery.status !== 'pending') return undefined;
           const recorded = delivery.recorded.get(attempt);
           if (recorded) return judge(id, recorded);
           const target = targets.get(delivery.installationId);
-          return notAttempted(delivery, attempt, target) ?? attemptOne(delivery, attempt, target!);
+          return notAttempted(delivery, attempt, target) ?? tracedAttempt(delivery, entry, target!);
         }),
       );
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);

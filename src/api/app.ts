@@ -17,6 +17,7 @@ import { REGISTRY_WORKFLOW_ID, registryWorkflow } from '../workflows/integration
 import { RETENTION_WORKFLOW_ID, retentionWorkflow } from '../workflows/retention';
 import { integrationRoutes } from './routes/integrations';
 import { oauthRoutes, runtimeRoutes } from './routes/runtime';
+import { traceRequests } from '../tracing/koa';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
@@ -24,6 +25,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   for (const mount of [systemRoutes, tenancyRoutes, integrationRoutes, installationRoutes, runtimeRoutes, oauthRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
 
   const app = new Koa({ proxy: false });
+  app.use(traceRequests);
   app.use(errorMiddleware(deps.logger));
   app.use(async (ctx, next) => {
     const started = Date.now();

@@ -6,15 +6,17 @@ import { openDeliveryLog } from '../delivery-log';
 import { stopOnSignals } from '../lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from '../net/guards';
 import { createIntegrationRuntime } from '../isolates';
+import { startTracing } from '../tracing';
 
 /** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
 async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'api');
+  const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-api' });
   const platformPorts = platformPortsOf(config);
   await assertEgressAllowList(config.egressAllow, platformPorts);
   const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
-  const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey });
+  const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey, tracing });
   const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: config.temporalNamespace, temporalUiUrl: config.temporalUiUrl });
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
   const api = await startApi(
@@ -38,7 +40,7 @@ async function main(): Promise<void> {
   stopOnSignals(async () => {
     await api.close();
     await Promise.all([client.connection.close(), pool.close()]);
-    await stores.close();
+    await Promise.all([stores.close(), tracing?.shutdown()]);
   }, logger);
 }
 

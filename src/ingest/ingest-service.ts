@@ -8,6 +8,10 @@ import { planDeliveries } from './fanout';
 import { GroupCommit } from './group-commit';
 import { deliveriesFinished, eventsIngested } from '../metrics';
 import type { ShardClient } from './shard-client';
+import { activeTraceparent, inSpan, linksTo, traceparentOf, tracer } from '../tracing';
+
+/** An event on its way to the log: its id settled, and its ingest span's `traceparent` when tracing. */
+type Submitted = IngestedEvent & { eventId: string; trace?: string };
 
 /** DESIGN.md §4: `202 {eventId, deliveries}`; a repeated eventId answers the first ingest's body. */
 export interface IngestAnswer {
@@ -27,7 +31,7 @@ const FLUSH_EVENTS = 200;
  * recorded without delivering anything twice.
  */
 export class IngestService {
-  private readonly commits: GroupCommit<IngestedEvent & { eventId: string }, IngestAnswer>[];
+  private readonly commits: GroupCommit<Submitted, IngestAnswer>[];
 
   constructor(
     private readonly log: DeliveryLog,
@@ -39,19 +43,29 @@ export class IngestService {
 
   async ingest(event: IngestedEvent): Promise<IngestAnswer> {
     const eventId = event.eventId ?? newEventId();
-    const answer = await this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId });
+    const span = tracer.startSpan('ingest event', { attributes: { 'event.id': eventId, 'event.type': event.type, 'organization.id': event.organizationId } });
+    const answer = await inSpan(span, () => this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId, trace: traceparentOf(span) }));
+    span.setAttribute('event.deliveries', answer.deliveries.length);
     eventsIngested.inc({ type: event.type });
     return answer;
   }
 
   /** Hands one more delivery of a recorded event (a replay) to its shard. */
   async enqueue(delivery: ShardItem & { eventId: string }): Promise<void> {
-    await this.shards.enqueue(this.shards.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId }]);
+    const trace = activeTraceparent();
+    await this.shards.enqueue(this.shards.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) }]);
   }
 
-  private async flush(shard: number, events: (IngestedEvent & { eventId: string })[]): Promise<IngestAnswer[]> {
+  /** One flush carries many events: its span starts a trace of its own, linked to each event's. */
+  private flush(shard: number, events: Submitted[]): Promise<IngestAnswer[]> {
+    const span = tracer.startSpan('ingest flush', { root: true, links: linksTo(events.map((event) => event.trace)), attributes: { 'delivery.shard': shard, 'ingest.events': events.length } });
+    return inSpan(span, () => this.record(shard, events));
+  }
+
+  private async record(shard: number, events: Submitted[]): Promise<IngestAnswer[]> {
     const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
     const planned = new Map<string, NewEvent>();
+    const traces = new Map(events.map((event) => [event.eventId, event.trace]));
     for (const event of events) {
       if (planned.has(event.eventId)) continue;
       planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
@@ -64,7 +78,8 @@ export class IngestService {
     const handOver: ShardItem[] = [];
     const earlier: string[] = [];
     for (const record of records.values()) {
-      if (record.fresh) handOver.push(...planned.get(record.eventId)!.deliveries.filter((d) => !d.skipReason).map((d) => ({ id: d.id, installationId: d.installationId })));
+      const trace = traces.get(record.eventId);
+      if (record.fresh) handOver.push(...planned.get(record.eventId)!.deliveries.filter((d) => !d.skipReason).map((d) => ({ id: d.id, installationId: d.installationId, ...(trace && { trace }) })));
       else earlier.push(record.eventId);
     }
     // Recorded earlier: what is still pending is handed over again (the engine may never have

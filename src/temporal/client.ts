@@ -3,11 +3,15 @@ import type { DataConverter } from '@temporalio/common';
 import { InterceptingCall, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
 import { temporalClientErrors } from '../metrics';
 import { EncryptionCodec } from './codec';
+import type { Tracing } from '../tracing';
+import { tracingClientInterceptors } from '../tracing/temporal';
 
 export interface TemporalSettings {
   address: string;
   namespace: string;
   encryptionKey: string;
+  /** When set, every workflow call carries the caller's span. */
+  tracing?: Tracing;
 }
 
 /** The one data converter of every client and worker: all payloads go through the codec. */
@@ -49,5 +53,5 @@ const deadlineInterceptor: Interceptor = (options, nextCall) =>
 
 export async function connectClient(settings: TemporalSettings): Promise<Client> {
   const connection = await Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor] });
-  return new Client({ connection, namespace: settings.namespace, dataConverter: dataConverter(settings.encryptionKey) });
+  return new Client({ connection, namespace: settings.namespace, dataConverter: dataConverter(settings.encryptionKey), interceptors: { workflow: tracingClientInterceptors(settings.tracing) } });
 }

@@ -7,6 +7,8 @@ import { busy, invalid } from './errors';
 export interface ShardItem {
   id: string;
   installationId: string;
+  /** The W3C traceparent of the event's ingest span (tracing on): its attempts continue that trace. */
+  trace?: string;
 }
 
 export interface ShardEntry extends ShardItem {
@@ -96,14 +98,14 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
       let added = 0;
       for (const item of items) {
         if (known.has(item.id)) continue;
-        add({ id: item.id, installationId: item.installationId, attempt: 1, dueAt: 0 });
+        add({ id: item.id, installationId: item.installationId, ...(item.trace && { trace: item.trace }), attempt: 1, dueAt: 0 });
         added += 1;
       }
       return added;
     },
     {
       validator: (items) => {
-        if (!Array.isArray(items) || items.some((item) => typeof item?.id !== 'string' || typeof item?.installationId !== 'string')) throw invalid('enqueue takes [{id, installationId}]');
+        if (!Array.isArray(items) || items.some((item) => typeof item?.id !== 'string' || typeof item?.installationId !== 'string' || (item.trace !== undefined && typeof item.trace !== 'string'))) throw invalid('enqueue takes [{id, installationId, trace?}]');
         if (known.size + items.length > MAX_BACKLOG) throw busy(`delivery shard ${input.shard} holds ${known.size} deliveries; try again shortly`);
       },
     },
@@ -124,7 +126,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     busyInstallations.add(installationId);
     inFlight += 1;
     try {
-      const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt }) => ({ id, attempt })) });
+      const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt, trace }) => ({ id, attempt, ...(trace && { trace }) })) });
       settle(entries, results);
     } catch (err) {
       // The platform could not attempt them (its retries spent): a final, replayable state.

@@ -1,12 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { findOrBuildTemporalCli } from '../../src/temporal/cli-binary';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { generateEncryptionKey } from '../../src/temporal/codec';
 import { allTestNamespaces } from './namespaces';
 import { startPostgres, type TestPostgres } from './postgres';
+import { bundleWorkflows } from './bundle';
 
 let server: DevServer | undefined;
 let postgres: TestPostgres | undefined;
@@ -19,7 +19,7 @@ export async function mochaGlobalSetup(): Promise<void> {
   const cliPath = await findOrBuildTemporalCli(process.env);
   const namespaces = allTestNamespaces(path.join(__dirname, '..'));
   server = await startDevServer({ cliPath, namespace: 'default', extraNamespaces: namespaces });
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger });
+  const code = await bundleWorkflows();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-test-'));
   writeFileSync(path.join(dir, 'workflow-bundle.js'), code);
   process.env.TEST_TEMPORAL_ADDRESS = server.address;
@@ -40,12 +40,3 @@ export async function mochaGlobalSetup(): Promise<void> {
 export async function mochaGlobalTeardown(): Promise<void> {
   await Promise.all([server?.stop(), postgres?.stop()]);
 }
-
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => process.stderr.write(`bundle: ${message}\n`),
-  error: (message: string) => process.stderr.write(`bundle: ${message}\n`),
-};

@@ -16,6 +16,7 @@ import type { IntegrationRuntime } from '../../src/isolates/integration-runtime'
 import { freePort } from '../../src/temporal/dev-server';
 import type { PlatformPorts } from '../../src/net/platform-ports';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
+import type { Tracing } from '../../src/tracing';
 
 const testLogger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
 installTemporalRuntime(testLogger);
@@ -36,6 +37,8 @@ export interface TestPlatformOptions {
   /** The delivery log: a fresh SQLite file (default), a fresh PostgreSQL database, or another platform's (`databaseUrl`). */
   database?: 'sqlite' | 'postgres';
   databaseUrl?: string;
+  /** Spans of the API, the client's calls, the workflows and the activities, to this process's provider. */
+  tracing?: Tracing;
 }
 
 export interface HttpAnswer<T = any> {
@@ -72,7 +75,7 @@ export class TestPlatform {
   async start(): Promise<this> {
     const { address, encryptionKey } = testSettings();
     const logger = testLogger;
-    this.client = await connectClient({ address, namespace: this.namespace, encryptionKey });
+    this.client = await connectClient({ address, namespace: this.namespace, encryptionKey, tracing: this.options.tracing });
     this.platformPorts = testPlatformPorts();
     this.databaseUrl = this.options.databaseUrl ?? (await testDatabaseUrl(this.options.database ?? 'sqlite', this.namespace));
     this.stores = await openDeliveryLog({ url: this.databaseUrl, encryptionKey, namespace: this.namespace });
@@ -85,7 +88,7 @@ export class TestPlatform {
     this.isolates = pool;
     this.runtime = runtime;
     if (this.options.worker !== false) {
-      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs });
+      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs, tracing: this.options.tracing });
       this.workerRun = this.worker.run();
     }
     this.api = await startApi(

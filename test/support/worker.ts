@@ -9,6 +9,8 @@ import type { PlatformPorts } from '../../src/net/platform-ports';
 import type { DestinationGuard } from '../../src/net/destination-guard';
 import { createWorker } from '../../src/worker';
 import { testSettings } from './settings';
+import type { Tracing } from '../../src/tracing';
+import { tracingBundle } from './tracing-bundle';
 
 export interface TestWorkerOptions {
   namespace: string;
@@ -22,17 +24,20 @@ export interface TestWorkerOptions {
   /** Where webhooks may go: private targets allowed unless a guard is given. */
   webhookGuard?: DestinationGuard;
   attemptTimeoutMs?: number;
+  /** Workflow and activity spans too, with a bundle that carries the workflow interceptors. */
+  tracing?: Tracing;
 }
 
 /** The one way tests build a worker: the run's dev server and workflow bundle, 4 shards. */
-export function createTestWorker(options: TestWorkerOptions): Promise<Worker> {
+export async function createTestWorker(options: TestWorkerOptions): Promise<Worker> {
   const { address, bundle, encryptionKey } = testSettings();
   return createWorker({
+    tracing: options.tracing,
     address,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     encryptionKey,
-    workflowBundle: { code: readFileSync(bundle, 'utf8') },
+    workflowBundle: { code: options.tracing ? await tracingBundle() : readFileSync(bundle, 'utf8') },
     client: options.client,
     stores: options.stores,
     runtime: options.runtime,

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { startTracing, type Tracing } from '../src/tracing';
+import { OtlpCollector, type CollectedSpan } from './support/otlp-collector';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+/**
+ * OpenTelemetry traces exported over OTLP/HTTP to a collector in this process: one event
+ * is followed from the API's request, through its ingest, the shard workflow and its
+ * activity (Temporal's interceptors), to the receiver, which gets the attempt's traceparent.
+ */
+describe('traces from ingest to the receiver (OTLP)', function () {
+  this.timeout(120_000);
+  const collector = new OtlpCollector();
+  const receiver = new ScriptedReceiver();
+  let tracing: Tracing;
+  let platform: TestPlatform;
+  let eventId: string;
+  let deliveryId: string;
+  const spans = (name: string | RegExp, where: (span: CollectedSpan) => boolean = () => true) => collector.spans.filter((span) => (typeof name === 'string' ? span.name === name : name.test(span.name)) && where(span));
+  const one = async (what: string, name: string | RegExp, where?: (span: CollectedSpan) => boolean) => waitFor(async () => spans(name, where)[0], 20_000, what);
+
+  before(async function () {
+    await Promise.all([collector.start(), receiver.start()]);
+    tracing = startTracing({ url: collector.url, serviceName: 'platform-test' })!;
+    platform = await new TestPlatform(__filename, { tracing }).start();
+    const tenant = await platform.tenant();
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: `evt_traced_${Date.now()}` }));
+    assert.equal(ingest.status, 202);
+    eventId = ingest.body.eventId;
+    deliveryId = ingest.body.deliveries[0];
+    assert.equal((await platform.finalDelivery(deliveryId, tenant.token)).status, 'delivered');
+    await tracing.processor.forceFlush();
+  });
+  after(async () => {
+    await platform?.stop();
+    await tracing?.shutdown();
+    await Promise.all([collector.stop(), receiver.stop()]);
+  });
+
+  it('is off without an endpoint: nothing registered, nothing to shut down', function () {
+    assert.equal(startTracing({ url: undefined, serviceName: 'x' }), undefined);
+  });
+
+  it('an event’s ingest span is a child of the API request that carried it', async function () {
+    const ingest = await one('the ingest span', 'ingest event', (span) => span.attributes['event.id'] === eventId);
+    const request = await one('the request span', 'POST /v1/events', (span) => span.spanId === ingest.parentSpanId);
+    assert.equal(request.traceId, ingest.traceId);
+    assert.equal(request.kind, 2 /* SERVER */);
+    assert.equal(request.attributes['http.response.status_code'], 202);
+    assert.equal(ingest.service, 'platform-test');
+  });
+
+  it('the flush that carried it to its shard links to it, and its update reaches the workflow (client interceptor)', async function () {
+    const ingest = await one('the ingest span', 'ingest event', (span) => span.attributes['event.id'] === eventId);
+    const flush = await one('the flush span', 'ingest flush', (span) => span.links.some((link) => link.spanId === ingest.spanId && link.traceId === ingest.traceId));
+    const update = await one('the update-with-start span', 'UpdateWithStartWorkflow:enqueue', (span) => span.parentSpanId === flush.spanId);
+    assert.equal(update.traceId, flush.traceId);
+    await one('the workflow’s update handler span', 'HandleUpdate:enqueue', (span) => span.traceId === update.traceId);
+  });
+
+  it('the attempt continues the event’s trace, linked to the batch activity the workflow started', async function () {
+    const ingest = await one('the ingest span', 'ingest event', (span) => span.attributes['event.id'] === eventId);
+    const attempt = await one('the attempt span', 'webhook attempt', (span) => span.attributes['delivery.id'] === deliveryId);
+    assert.equal(attempt.traceId, ingest.traceId);
+    assert.equal(attempt.parentSpanId, ingest.spanId);
+    assert.equal(attempt.attributes['http.response.status_code'], 200);
+    assert.equal(attempt.attributes['delivery.status'], 'delivered');
+    assert.equal(attempt.links.length, 1);
+    const activity = await one('the activity span', 'RunActivity:attemptDeliveries', (span) => span.spanId === attempt.links[0]!.spanId);
+    assert.ok(activity.links.some((link) => link.spanId === ingest.spanId && link.traceId === ingest.traceId), 'the batch links to every event it carried');
+    const scheduled = await one('the workflow’s activity span', 'StartActivity:attemptDeliveries', (span) => span.spanId === activity.parentSpanId);
+    assert.equal(scheduled.traceId, activity.traceId);
+  });
+
+  it('the receiver gets the attempt’s traceparent', async function () {
+    const attempt = await one('the attempt span', 'webhook attempt', (span) => span.attributes['delivery.id'] === deliveryId);
+    assert.equal(receiver.requests.length, 1);
+    assert.equal(receiver.requests[0]!.headers.traceparent, `00-${attempt.traceId}-${attempt.spanId}-01`);
+  });
+});
