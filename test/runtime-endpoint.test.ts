@@ -14,6 +14,15 @@ describe('the integration runtime: public endpoint, components, API binding, egr
 
   const lastForward = () => JSON.parse(forwarded.requests.at(-1)!.body);
 
+  /** The example receiver with a GET answer of the test's (`handler`, TypeScript in the `fetch` handler), installed; its JSON answer. */
+  async function probe(handler: string): Promise<Record<string, any>> {
+    const name = await publishExample(platform, tenant, 'webhook-receiver', {
+      edit: (manifest, script) => [manifest, script.replace("if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });", `if (request.method === 'GET') { ${handler} }`)],
+    });
+    const prober = await install(platform, tenant, name, { forward_url: forwarded.url });
+    return { ...((await (await fetch(prober.urls.publicEndpoint)).json()) as Record<string, unknown>), installationId: prober.id };
+  }
+
   before(async function () {
     await forwarded.start();
     // The forward receiver stands for a private service the integration is allowed to reach.
@@ -89,32 +98,21 @@ describe('the integration runtime: public endpoint, components, API binding, egr
   describe('the platform API, through the binding, with the installation token', function () {
     it('reads and configures its own installation; another installation is 404, other routes 403', async function () {
       const other = await install(platform, tenant, receiver, { forward_url: forwarded.url });
-      const name = await publishExample(platform, tenant, 'webhook-receiver', {
-        edit: (manifest, script) => [
-          manifest,
-          script.replace(
-            "if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });",
-            `if (request.method === 'GET') {
-              const probe = async (call: () => Promise<unknown>) => call().then((value) => ({ ok: value }), (error) => ({ status: error.status, message: error.message }));
-              return Response.json({
-                own: await probe(() => context.api.installation.get()),
-                configured: await probe(() => context.api.installation.updateConfiguration({ forward_url: ${JSON.stringify(forwarded.url)} + '?configured' })),
-                foreign: await probe(() => context.api.request('GET', '/v1/installations/${other.id}')),
-                listing: await probe(() => context.api.request('GET', '/v1/installations')),
-                token: context.environment.apiTokens.installation.slice(0, 4),
-              });
-            }`,
-          ),
-        ],
-      });
-      const prober = await install(platform, tenant, name, { forward_url: forwarded.url });
-      const probed = (await (await fetch(prober.urls.publicEndpoint)).json()) as any;
+      const probed = await probe(`
+        const probe = async (call: () => Promise<unknown>) => call().then((value) => ({ ok: value }), (error) => ({ status: error.status, message: error.message }));
+        return Response.json({
+          own: await probe(() => context.api.installation.get()),
+          configured: await probe(() => context.api.installation.updateConfiguration({ forward_url: ${JSON.stringify(forwarded.url)} + '?configured' })),
+          foreign: await probe(() => context.api.request('GET', '/v1/installations/${other.id}')),
+          listing: await probe(() => context.api.request('GET', '/v1/installations')),
+          token: context.environment.apiTokens.installation.slice(0, 4),
+        });`);
       assert.equal(probed.token, 'itk_');
-      assert.equal(probed.own.ok.id, prober.id);
+      assert.equal(probed.own.ok.id, probed.installationId);
       assert.equal(probed.configured.ok.configuration.forward_url, `${forwarded.url}?configured`);
       assert.equal(probed.foreign.status, 404);
       assert.equal(probed.listing.status, 403);
-      const read = await platform.http('GET', `/v1/installations/${prober.id}`, { token: tenant.token });
+      const read = await platform.http('GET', `/v1/installations/${probed.installationId}`, { token: tenant.token });
       assert.equal(read.body.configuration.forward_url, `${forwarded.url}?configured`);
     });
   });
@@ -123,28 +121,17 @@ describe('the integration runtime: public endpoint, components, API binding, egr
     it('refuses what PLATFORM_EGRESS_ALLOW does not list, the platform’s ports, and raw sockets', async function () {
       const outside = await new ScriptedReceiver().start();
       try {
-        const name = await publishExample(platform, tenant, 'webhook-receiver', {
-          edit: (manifest, script) => [
-            manifest,
-            script.replace(
-              "if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });",
-              `if (request.method === 'GET') {
-                const attempt = async (call: () => Promise<unknown>) => call().then((value) => value, (error) => 'refused: ' + error.message);
-                const status = (url: string) => attempt(async () => (await fetch(url)).status);
-                return Response.json({
-                  unlisted: await status(${JSON.stringify(outside.url)}),
-                  api: await status(${JSON.stringify(`${platform.api.url}/healthz`)}),
-                  temporal: await status('http://${process.env.TEST_TEMPORAL_ADDRESS}/'),
-                  metadata: await status('http://169.254.169.254/latest/meta-data'),
-                  listed: await status(${JSON.stringify(forwarded.url)}),
-                  socket: await attempt(async () => { const { connect } = await import('cloudflare:sockets'); await connect({ hostname: '127.0.0.1', port: ${new URL(forwarded.url).port} }).opened; return 'opened'; }),
-                });
-              }`,
-            ),
-          ],
-        });
-        const prober = await install(platform, tenant, name, { forward_url: forwarded.url });
-        const seen = (await (await fetch(prober.urls.publicEndpoint)).json()) as Record<string, unknown>;
+        const seen = await probe(`
+          const attempt = async (call: () => Promise<unknown>) => call().then((value) => value, (error) => 'refused: ' + error.message);
+          const status = (url: string) => attempt(async () => (await fetch(url)).status);
+          return Response.json({
+            unlisted: await status(${JSON.stringify(outside.url)}),
+            api: await status(${JSON.stringify(`${platform.api.url}/healthz`)}),
+            temporal: await status('http://${process.env.TEST_TEMPORAL_ADDRESS}/'),
+            metadata: await status('http://169.254.169.254/latest/meta-data'),
+            listed: await status(${JSON.stringify(forwarded.url)}),
+            socket: await attempt(async () => { const { connect } = await import('cloudflare:sockets'); await connect({ hostname: '127.0.0.1', port: ${new URL(forwarded.url).port} }).opened; return 'opened'; }),
+          });`);
         assert.equal(seen.unlisted, 403, 'a loopback port not in PLATFORM_EGRESS_ALLOW');
         assert.equal(seen.api, 403, 'the platform API port');
         assert.equal(seen.temporal, 403, 'the Temporal port');
