@@ -70,7 +70,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     databaseUrl: env.PLATFORM_DATABASE_URL || `sqlite:${path.join(dataDir, 'delivery-log.db')}`,
     retentionDays: positiveInteger('PLATFORM_DELIVERY_RETENTION_DAYS', env.PLATFORM_DELIVERY_RETENTION_DAYS, 30),
     temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
-    deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 2),
+    deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 1),
     codecCorsOrigins: (env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
     otlpTracesUrl: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || (env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
     serviceName: env.OTEL_SERVICE_NAME || undefined,

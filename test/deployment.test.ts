@@ -44,6 +44,14 @@ describe('deployment files', function () {
     assert.match(read('Dockerfile'), /npm run build/);
   });
 
+  it('the Temporal server gets the dynamic config the dev server runs with (eager activity execution)', function () {
+    const [mount] = services.temporal.volumes as string[];
+    const [source, target] = mount!.split(':');
+    assert.equal(source, './deploy/temporal/dynamicconfig.yaml');
+    assert.equal(target, `/etc/temporal/${envOf('temporal').DYNAMIC_CONFIG_FILE_PATH}`);
+    assert.deepEqual(parse(read('deploy/temporal/dynamicconfig.yaml'))['system.enableActivityEagerExecution'], [{ value: true }]);
+  });
+
   it('each entry point gets every variable it requires, and nothing it does not read', function () {
     const shared = ['src/config.ts', 'src/logger.ts'];
     const apiFiles = [...shared, ...sources('src/api')];

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from 'kysely';
 import pg from 'pg';
 import { migrate } from './migrations';
 import type { Schema } from './schema';
@@ -18,6 +18,32 @@ export interface LogDatabase {
 const pgTypes = {
   getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')),
 };
+
+/** Distinct SQL texts kept prepared; lists of varying length make new texts, the oldest go. */
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * Kysely prepares every query anew; SQLite's prepare costs as much as a small query, and
+ * the log runs the same few statements thousands of times a second. Statements are reused
+ * one at a time: a connection runs one query at a time and the log never streams.
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfig['database'] {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let statement = cache.get(sql);
+      if (statement) {
+        cache.delete(sql); // most recently used goes last
+      } else {
+        statement = sqlite.prepare(sql);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      }
+      cache.set(sql, statement);
+      return statement;
+    },
+  };
+}
 
 /**
  * Opens the delivery log named by PLATFORM_DATABASE_URL (`postgres://…`, or `sqlite:<file>`
@@ -37,7 +63,7 @@ export async function openLogDatabase(url: string): Promise<LogDatabase> {
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 10000');
-    const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     database = { db, dialect: 'sqlite', close: () => db.destroy() };
   }
   try {

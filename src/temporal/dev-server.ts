@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
+import { parse } from 'yaml';
 import { tiedToParent } from '../lifecycle';
 
 export interface DevServerOptions {
@@ -35,6 +38,15 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** deploy/temporal/dynamicconfig.yaml: what docker-compose's server gets, the dev server gets too. */
+const DYNAMIC_CONFIG_FILE = path.join(__dirname, '..', '..', '..', 'deploy', 'temporal', 'dynamicconfig.yaml');
+
+/** `--dynamic-config-value key=value` for each setting of the file (one unconstrained value each). */
+function dynamicConfigArgs(): string[] {
+  const settings = parse(readFileSync(DYNAMIC_CONFIG_FILE, 'utf8')) as Record<string, { value: unknown }[]>;
+  return Object.entries(settings).flatMap(([key, [setting]]) => ['--dynamic-config-value', `${key}=${JSON.stringify(setting!.value)}`]);
+}
+
 /**
  * `temporal server start-dev`. WAL with
  * synchronous=NORMAL keeps every committed transaction through a process crash (only a
@@ -45,6 +57,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const port = options.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', options.namespace, '--log-level', 'warn'];
   for (const namespace of options.extraNamespaces ?? []) args.push('--namespace', namespace);
+  args.push(...dynamicConfigArgs());
   if (options.dbFile) {
     args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
   }
