@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { verifySignature } from '../src/webhooks/signature';
-import { TestPlatform, spaceEvent } from './support/platform';
+import { shardOf } from '../src/workflows/delivery-shard';
+import { DELIVERY_SHARDS, TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
 describe('ingest owned by the engine', function () {
@@ -119,6 +120,30 @@ describe('ingest owned by the engine', function () {
       assert.equal(slowOne.body.status, 'pending');
     } finally {
       await hanging.stop();
+    }
+  });
+
+  it('a retry goes out when due while first attempts of its installation wait on a slow answer', async function () {
+    const own = await platform.tenant();
+    // The first event's first attempt fails at once; the second event's takes 4 s.
+    const scripted = await new ScriptedReceiver((n) => (n === 0 ? { status: 500 } : n === 1 ? { status: 200, delayMs: 4000 } : { status: 200 })).start();
+    try {
+      await platform.webhook(own.token, { org: own.org, space: 'lane' }, scripted.url, { space_content_updated: true });
+      // Two events of one shard: lanes are per shard.
+      const idOf = (n: number) => `evt_lane_${own.org}_${n}`;
+      let other = 1;
+      while (shardOf(idOf(other), DELIVERY_SHARDS) !== shardOf(idOf(0), DELIVERY_SHARDS)) other += 1;
+      const failing = await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'lane', { eventId: idOf(0) }));
+      await waitFor(async () => scripted.requests.length || undefined, 5000, 'the first attempt');
+      await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'lane', { eventId: idOf(other) }));
+      const final = await platform.finalDelivery(failing.body.deliveries[0], own.token);
+      assert.equal(final.status, 'delivered');
+      const [first, retry] = scripted.requests.filter((request) => JSON.parse(request.body).eventId === failing.body.eventId);
+      const gap = retry!.at - first!.at;
+      // DESIGN.md's first wait is 1.0-1.1 s; behind the slow answer it would be 4 s.
+      assert.ok(gap >= 1000 && gap < 2000, `retry came ${Math.round(gap)} ms after the first attempt`);
+    } finally {
+      await scripted.stop();
     }
   });
 });

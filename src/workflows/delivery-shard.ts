@@ -69,19 +69,27 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const { workflowId, runId } = wf.workflowInfo();
   /** Every id queued, waiting or in flight: a delivery handed over twice is attempted once. */
   const known = new Set<string>();
-  /** Due now, per installation, in arrival order. */
+  // Runs started before retries had a lane of their own replay as they ran.
+  const retryLane = wf.patched('retry-lane');
+  /**
+   * An installation's first attempts and its retries are batched apart, one batch in flight
+   * per lane: a retry goes out when due, not after the first attempts in flight, and a slow
+   * receiver holds two slots at most.
+   */
+  const laneOf = (entry: ShardEntry) => (retryLane && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId);
+  /** Due now, per lane, in arrival order. */
   const ready = new Map<string, ShardEntry[]>();
   /** Retries waiting for their time. */
   let waiting: ShardEntry[] = [];
-  /** Installations with a batch in flight: one each, so a slow receiver holds one slot. */
-  const busyInstallations = new Set<string>();
+  /** Lanes with a batch in flight. */
+  const busyLanes = new Set<string>();
   let updates = 0;
   let changed = false;
 
   const makeReady = (entry: ShardEntry) => {
-    const list = ready.get(entry.installationId);
+    const list = ready.get(laneOf(entry));
     if (list) list.push(entry);
-    else ready.set(entry.installationId, [entry]);
+    else ready.set(laneOf(entry), [entry]);
   };
   const add = (entry: ShardEntry) => {
     known.add(entry.id);
@@ -122,8 +130,8 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   }
 
   let inFlight = 0;
-  async function attempt(installationId: string, entries: ShardEntry[]): Promise<void> {
-    busyInstallations.add(installationId);
+  async function attempt(lane: string, entries: ShardEntry[]): Promise<void> {
+    busyLanes.add(lane);
     inFlight += 1;
     try {
       const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt, trace }) => ({ id, attempt, ...(trace && { trace }) })) });
@@ -134,7 +142,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
       await failDeliveries(entries.map((entry) => entry.id), `platform_error: ${message}`);
       settle(entries, []);
     } finally {
-      busyInstallations.delete(installationId);
+      busyLanes.delete(lane);
       inFlight -= 1;
       changed = true;
     }
@@ -151,11 +159,11 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     }
     const draining = handOver();
     if (!draining) {
-      for (const [installationId, entries] of ready) {
-        if (busyInstallations.has(installationId)) continue;
+      for (const [lane, entries] of ready) {
+        if (busyLanes.has(lane)) continue;
         const batch = entries.splice(0, BATCH);
-        if (entries.length === 0) ready.delete(installationId);
-        void attempt(installationId, batch);
+        if (entries.length === 0) ready.delete(lane);
+        void attempt(lane, batch);
       }
     } else if (inFlight === 0) {
       break;

@@ -101,7 +101,7 @@ export class TestPlatform {
         encryptionKey: encryptionKey,
         stores: this.stores,
         runtime,
-        deliveryShards: 4,
+        deliveryShards: DELIVERY_SHARDS,
         logger,
         codecTrustsLoopback: true,
         codecCorsOrigins: [],
@@ -182,6 +182,9 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs:
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** Shards of a test platform's API: events of different ids mostly land apart. */
+export const DELIVERY_SHARDS = 4;
 
 export function spaceEvent(org: string, spaceId: string, extra: Record<string, unknown> = {}) {
   return { type: 'space_content_updated', organizationId: org, spaceId, revisionId: `rev-${randomBytes(3).toString('hex')}`, ...extra };
