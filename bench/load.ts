@@ -43,25 +43,39 @@ export async function until(done: () => boolean, timeoutMs: number): Promise<boo
   return done();
 }
 
+/** One request on a keep-alive connection: its status and whole body. */
+export type Send = (url: string, method: string, headers: http.OutgoingHttpHeaders, body?: string) => Promise<{ status: number; text: string }>;
+
+/**
+ * Node's http with keep-alive: the client of both loops, the platform's and the bare one,
+ * so that neither pays for a costlier client (fetch cost 320 µs of CPU a request here, this 85).
+ */
+export function httpClient(maxSockets: number): { send: Send; close(): void } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  const send: Send = (url, method, headers, body) =>
+    new Promise((resolve, reject) => {
+      const request = http.request(url, { method, agent, headers }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+  return { send, close: () => agent.destroy() };
+}
+
 /**
  * The bare loop: the same signed bodies POSTed straight to the same receiver, keep-alive,
  * signed at each POST, retried at once on a non-2xx until `maxAttempts`.
  */
 export function barePoster(url: string, secret: () => string, concurrency: number) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const postOnce = (body: string) =>
-    new Promise<number>((resolve, reject) => {
-      const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-platform-signature': signatureHeader(body, [secret()], Math.floor(Date.now() / 1000)) } }, (response) => {
-        response.resume();
-        response.on('end', () => resolve(response.statusCode ?? 0));
-      });
-      request.on('error', reject);
-      request.end(body);
-    });
+  const client = httpClient(concurrency);
+  const postOnce = async (body: string) => (await client.send(url, 'POST', { 'content-type': 'application/json', 'x-platform-signature': signatureHeader(body, [secret()], Math.floor(Date.now() / 1000)) }, body)).status;
   return {
     async post(body: string, maxAttempts = 1): Promise<void> {
       for (let attempt = 1; attempt <= maxAttempts; attempt++) if ((await postOnce(body)) < 300) return;
     },
-    close: () => agent.destroy(),
+    close: client.close,
   };
 }

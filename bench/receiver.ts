@@ -59,6 +59,13 @@ export class BenchReceiver {
     return out;
   }
 
+  /** Events POSTed `attempts` times without a 2xx: failed for good, none more will come. */
+  exhausted(attempts: number): number {
+    let count = 0;
+    for (const posts of this.posts.values()) if (posts.length >= attempts && posts.every((post) => post.status >= 300)) count += 1;
+    return count;
+  }
+
   /** 2xx POSTs beyond the first of each event. */
   duplicates(): number {
     let extra = 0;
