@@ -70,6 +70,7 @@ async function throughPlatform(stack: Stack, receiver: BenchReceiver, label: str
   const ackMs: number[] = [];
   const counts = { retries: 0 };
   const stop = progress(label, () => `sent ${sentAt.size}/${list.length}, delivered ${receiver.delivered().size}/${expected}`);
+  const [stackCpu, benchCpu] = [stack.cpu(), process.cpuUsage()];
   const first = performance.now();
   await send(async (i) => {
     const event = list[i]!;
@@ -80,10 +81,18 @@ async function throughPlatform(stack: Stack, receiver: BenchReceiver, label: str
   // A delivery whose every attempt drew a scripted 500 (1 in 10,000 in d) is settled too.
   await until(() => receiver.delivered().size + receiver.exhausted(MAX_RETRIES + 1) >= expected, DRAIN_MS);
   stop();
+  const wallS = (performance.now() - first) / 1000;
+  const cpuS: Record<string, number> = {};
+  for (const [name, seconds] of Object.entries(stack.cpu())) if (seconds !== undefined && stackCpu[name] !== undefined) cpuS[name] = round(seconds - stackCpu[name]!);
+  const benchUsage = process.cpuUsage(benchCpu);
+  cpuS['bench (driver and receiver)'] = round((benchUsage.user + benchUsage.system) / 1e6);
   const delivered = receiver.delivered();
   const latencies = [...sentAt].filter(([id]) => delivered.has(id)).map(([id, at]) => delivered.get(id)! - at);
   const last = Math.max(...delivered.values());
   return {
+    // Where the 2 cores went: CPU seconds per process, and cores busy on average.
+    cpuS,
+    coresBusy: round(Object.values(cpuS).reduce((sum, seconds) => sum + seconds, 0) / wallS, 2),
     delivered: delivered.size,
     ingestPerS: round(list.length / ingestS),
     deliveredPerS: round(delivered.size / ((last - first) / 1000)),
@@ -235,6 +244,7 @@ function report(r: any): string {
     line('end-to-end p50 / p99 ms', `${r.a.platform.endToEndMs.p50} / ${r.a.platform.endToEndMs.p99} (target p99 <= 1500; bare ${r.a.bare.endToEndMs.p50} / ${r.a.bare.endToEndMs.p99})`),
     line('peak RSS MiB', `${JSON.stringify(r.a.peakRssMiB)}, total ${r.a.totalRssMiB} (target <= 1024)`),
     line('delivery log on disk MiB', r.a.logMiB),
+    line('CPU s per process', `${JSON.stringify(r.a.platform.cpuS)}, ${r.a.platform.coresBusy} of ${r.machine.cpus} cores busy`),
     '(b) steady 100 events/s for 60 s',
     line('sent -> receiver p50 / p99 ms', `${r.b.platform.endToEndMs.p50} / ${r.b.platform.endToEndMs.p99} (targets 50 / 250; bare ${r.b.bare.endToEndMs.p50} / ${r.b.bare.endToEndMs.p99})`),
     line('202 p50 / p99 ms', `${r.b.platform.ackMs.p50} / ${r.b.platform.ackMs.p99} (target p99 <= 100)`),
@@ -246,6 +256,7 @@ function report(r: any): string {
     line('platform delivered/s', r.d.platform.deliveredPerS),
     line('bare loop delivered/s', r.d.bare.deliveredPerS),
     line('ratio', `${r.d.ratio} (target >= 0.4)`),
+    line('CPU s per process', `${JSON.stringify(r.d.platform.cpuS)}, ${r.d.platform.coresBusy} of ${r.machine.cpus} cores busy`),
     line('failed after every attempt', `${r.d.platform.failedAfterRetries} (0.1^4 of them expected)`),
     ...r.d.retryGaps.map((g: any) => line(`retry ${g.retry} gaps (${g.count})`, `min ${g.minMs}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: ${g.belowRange} below, p99 ${g.p99OverRangeMs} ms over (target <= 250)`)),
     '(e) worker SIGKILL during a steady 1,000 events/s (API and worker apart)',

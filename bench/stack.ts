@@ -33,6 +33,17 @@ async function waitHealthy(base: string): Promise<void> {
   throw new Error('the API never became healthy');
 }
 
+/** CPU time (user and system, Linux USER_HZ = 100) a process has used so far, in seconds. */
+export function cpuSeconds(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface Stack {
   base: string;
   /** The Node process that runs the API (and, embedded, the worker and the isolates). */
@@ -41,6 +52,8 @@ export interface Stack {
   dataDir: string;
   /** Peak RSS of each process of the stack, in MiB. */
   peakRss(): Record<string, number | undefined>;
+  /** CPU seconds each process of the stack has used so far (a killed worker's are gone). */
+  cpu(): Record<string, number | undefined>;
   /** The delivery log's files on disk, in MiB. */
   logSizeMiB(): number;
   killWorker?(): void;
@@ -81,6 +94,7 @@ export async function startEmbedded(): Promise<Stack> {
     adminToken,
     dataDir,
     peakRss: () => ({ 'platform (API and worker)': peakRssMiB(main.pid), 'temporal dev server': peakRssMiB(devServer) }),
+    cpu: () => ({ 'platform (API and worker)': cpuSeconds(main.pid), 'temporal dev server': cpuSeconds(devServer) }),
     logSizeMiB: () => logSize(dataDir),
     stop: async () => {
       main.kill('SIGTERM');
@@ -106,6 +120,7 @@ export async function startSplit(): Promise<Stack> {
     adminToken,
     dataDir,
     peakRss: () => ({ api: peakRssMiB(api.pid), worker: Math.max(...workerPeaks, peakRssMiB(worker.pid) ?? 0), 'temporal dev server': peakRssMiB(devServer.pid) }),
+    cpu: () => ({ api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid), 'temporal dev server': cpuSeconds(devServer.pid) }),
     logSizeMiB: () => logSize(dataDir),
     killWorker: () => {
       workerPeaks.push(peakRssMiB(worker.pid) ?? 0);
