@@ -15,12 +15,15 @@ export class GroupCommit<Item, Result> {
   submit(item: Item): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.flushing) void this.drain();
+      if (this.flushing) return;
+      // Starts once the requests read in this turn of the event loop have submitted (a batch
+      // ingest's events among them), so that they go together.
+      this.flushing = true;
+      setImmediate(() => void this.drain());
     });
   }
 
   private async drain(): Promise<void> {
-    this.flushing = true;
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.maxItems);
       try {
