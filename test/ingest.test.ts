@@ -19,7 +19,15 @@ describe('ingest owned by the engine', function () {
   });
   after(async () => Promise.all([platform.stop(), second?.stop(), receiver.stop()]));
 
-  const arrivals = (eventId: string) => receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId);
+  /** Two event ids of one shard (lanes and batches are per shard). */
+  function sameShard(prefix: string): [string, string] {
+    const idOf = (n: number) => `evt_${prefix}_${n}`;
+    let other = 1;
+    while (shardOf(idOf(other), DELIVERY_SHARDS) !== shardOf(idOf(0), DELIVERY_SHARDS)) other += 1;
+    return [idOf(0), idOf(other)];
+  }
+
+  const arrivals = (eventId: string, at = receiver) => at.requests.filter((request) => JSON.parse(request.body).eventId === eventId);
 
   it('a delivery id from a 202 answers GET /v1/deliveries/:id at once, at least as pending', async function () {
     await platform.webhook(tenant.token, { org: tenant.org, space: 'now' }, receiver.url, { space_content_updated: true });
@@ -129,19 +137,38 @@ describe('ingest owned by the engine', function () {
     const scripted = await new ScriptedReceiver((n) => (n === 0 ? { status: 500 } : n === 1 ? { status: 200, delayMs: 4000 } : { status: 200 })).start();
     try {
       await platform.webhook(own.token, { org: own.org, space: 'lane' }, scripted.url, { space_content_updated: true });
-      // Two events of one shard: lanes are per shard.
-      const idOf = (n: number) => `evt_lane_${own.org}_${n}`;
-      let other = 1;
-      while (shardOf(idOf(other), DELIVERY_SHARDS) !== shardOf(idOf(0), DELIVERY_SHARDS)) other += 1;
-      const failing = await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'lane', { eventId: idOf(0) }));
+      const [failingId, slowId] = sameShard(`lane_${own.org}`);
+      const failing = await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'lane', { eventId: failingId }));
       await waitFor(async () => scripted.requests.length || undefined, 5000, 'the first attempt');
-      await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'lane', { eventId: idOf(other) }));
+      await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'lane', { eventId: slowId }));
       const final = await platform.finalDelivery(failing.body.deliveries[0], own.token);
       assert.equal(final.status, 'delivered');
-      const [first, retry] = scripted.requests.filter((request) => JSON.parse(request.body).eventId === failing.body.eventId);
+      const [first, retry] = arrivals(failing.body.eventId, scripted);
       const gap = retry!.at - first!.at;
       // DESIGN.md's first wait is 1.0-1.1 s; behind the slow answer it would be 4 s.
       assert.ok(gap >= 1000 && gap < 2000, `retry came ${Math.round(gap)} ms after the first attempt`);
+    } finally {
+      await scripted.stop();
+    }
+  });
+
+  it('a retry waits from the end of its attempt: time spent on the rest of its batch counts', async function () {
+    const own = await platform.tenant();
+    const [failingId, slowId] = sameShard(`wait_${own.org}`);
+    // One batch: the first event's attempt fails at once, the second's answers after 3 s.
+    let failingSeen = 0;
+    const scripted = await new ScriptedReceiver((_, request) => (JSON.parse(request.body).eventId === slowId ? { status: 200, delayMs: 3000 } : failingSeen++ === 0 ? { status: 500 } : { status: 200 })).start();
+    try {
+      await platform.webhook(own.token, { org: own.org, space: 'wait' }, scripted.url, { space_content_updated: true });
+      const answer = await platform.admin('POST', '/v1/events/batch', { events: [spaceEvent(own.org, 'wait', { eventId: failingId }), spaceEvent(own.org, 'wait', { eventId: slowId })] });
+      const final = await platform.finalDelivery(answer.body.results[0].deliveries[0], own.token);
+      assert.equal(final.status, 'delivered');
+      const [first, retry] = arrivals(failingId, scripted);
+      const gap = retry!.at - first!.at;
+      const chosen = final.attempts[0].nextDelayMs;
+      // The shard hears of the failure when the batch returns (3 s), its wait long over by
+      // then; waiting it again from there would put the retry at 3 s + the wait.
+      assert.ok(gap >= 3000 && gap < 3000 + chosen, `retry came ${Math.round(gap)} ms after the first attempt; the wait chosen was ${chosen} ms`);
     } finally {
       await scripted.stop();
     }

@@ -24,7 +24,7 @@ export interface AttemptBatchInput {
   entries: { id: string; attempt: number; trace?: string }[];
 }
 
-/** What the shard needs back: nothing for a finished delivery, the wait for one to retry. */
+/** What the shard needs back: nothing for a finished delivery, what is left of the wait for one to retry. */
 export interface AttemptBatchResult {
   id: string;
   status: DeliveryOutcome['status'];
@@ -63,6 +63,15 @@ function judge(id: string, record: AttemptRecord, retryAfterMs?: number): Delive
   if (next === 'delivered') return { id, status: 'delivered', attempt: record };
   if (next === 'failed' || record.attempt > MAX_RETRIES) return { id, status: 'failed', attempt: record };
   return { id, status: 'pending', attempt: { ...record, nextDelayMs: record.nextDelayMs ?? retryDelayMs(record.attempt, Math.random(), retryAfterMs) } };
+}
+
+/**
+ * What is left of an attempt's chosen wait once its batch returns: the wait runs from the
+ * end of the attempt, not from the end of the batch (the slowest receiver of the batch and
+ * the log's write). The shard's timer only adds to it, so a retry is never early.
+ */
+function remainingWait(record: AttemptRecord, now = Date.now()): number {
+  return Math.max(0, Date.parse(record.startedAt) + record.durationMs + record.nextDelayMs! - now);
 }
 
 /** Before any attempt an installation that stopped listening means "not for it"; after one, a replayable failure. */
@@ -168,7 +177,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         status: outcome.status,
         ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
         ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
-        ...(outcome.status === 'pending' && { retryInMs: outcome.attempt!.nextDelayMs }),
+        ...(outcome.status === 'pending' && { retryInMs: remainingWait(outcome.attempt!) }),
       }));
     } finally {
       clearInterval(heartbeat);
