@@ -44,6 +44,8 @@ export const MAX_BACKLOG = 10_000;
 const BATCH = 100;
 /** The server allows 2,000 updates per run; hand over well before. */
 const UPDATES_PER_RUN = 1500;
+/** Batches in flight at once; the server fails a workflow task past 2,000 pending activities. */
+const MAX_BATCHES_IN_FLIGHT = 500;
 
 const activities = wf.proxyActivities<ReturnType<typeof createActivities>>({
   // A batch's attempts run concurrently, each bounded at 10 s; the rest is the log's write.
@@ -69,14 +71,14 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const { workflowId, runId } = wf.workflowInfo();
   /** Every id queued, waiting or in flight: a delivery handed over twice is attempted once. */
   const known = new Set<string>();
-  // Runs started before retries had a lane of their own replay as they ran.
-  const retryLane = wf.patched('retry-lane');
+  // Runs started before lanes and the cap on batches in flight replay as they ran.
+  const lanes = wf.patched('batch-lanes');
   /**
    * An installation's first attempts and its retries are batched apart, one batch in flight
    * per lane: a retry goes out when due, not after the first attempts in flight, and a slow
    * receiver holds two slots at most.
    */
-  const laneOf = (entry: ShardEntry) => (retryLane && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId);
+  const laneOf = (entry: ShardEntry) => (lanes && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId);
   /** Due now, per lane, in arrival order. */
   const ready = new Map<string, ShardEntry[]>();
   /** Retries waiting for their time. */
@@ -160,9 +162,13 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     const draining = handOver();
     if (!draining) {
       for (const [lane, entries] of ready) {
+        if (lanes && inFlight >= MAX_BATCHES_IN_FLIGHT) break;
         if (busyLanes.has(lane)) continue;
         const batch = entries.splice(0, BATCH);
-        if (entries.length === 0) ready.delete(lane);
+        if (entries.length === 0 || lanes) ready.delete(lane);
+        // What is left goes to the back (visited again below, but busy now): under the cap,
+        // lanes take turns.
+        if (entries.length && lanes) ready.set(lane, entries);
         void attempt(lane, batch);
       }
     } else if (inFlight === 0) {
