@@ -66,12 +66,13 @@ function judge(id: string, record: AttemptRecord, retryAfterMs?: number): Delive
 }
 
 /**
- * What is left of an attempt's chosen wait once its batch returns: the wait runs from the
- * end of the attempt, not from the end of the batch (the slowest receiver of the batch and
- * the log's write). The shard's timer only adds to it, so a retry is never early.
+ * What is left of a retry's wait once its batch returns: the wait runs from the end of the
+ * attempt (timed in this run on a monotonic clock), not from the end of the batch (its
+ * slowest receiver and the log's write). An attempt recorded by an earlier run of the batch
+ * gets its whole wait again: another worker's clock cannot shorten it.
  */
-function remainingWait(record: AttemptRecord, now = Date.now()): number {
-  return Math.max(0, Date.parse(record.startedAt) + record.durationMs + record.nextDelayMs! - now);
+function remainingWait(waitMs: number, endedAt: number | undefined, now = performance.now()): number {
+  return endedAt === undefined ? waitMs : Math.max(0, waitMs - (now - endedAt));
 }
 
 /** Before any attempt an installation that stopped listening means "not for it"; after one, a replayable failure. */
@@ -154,6 +155,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
       const deliveries = await deps.log.toAttempt(input.entries.map((entry) => entry.id));
+      /** When each attempt made by this run ended (performance.now()). */
+      const endedAt = new Map<string, number>();
       const targets = await deps.installations.targets([...new Set([...deliveries.values()].map((d) => d.installationId))]);
       const outcomes = await Promise.all(
         input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {
@@ -164,7 +167,11 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           const recorded = delivery.recorded.get(attempt);
           if (recorded) return judge(id, recorded);
           const target = targets.get(delivery.installationId);
-          return notAttempted(delivery, attempt, target) ?? tracedAttempt(delivery, entry, target!);
+          const skipped = notAttempted(delivery, attempt, target);
+          if (skipped) return skipped;
+          const outcome = await tracedAttempt(delivery, entry, target!);
+          endedAt.set(id, performance.now());
+          return outcome;
         }),
       );
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
@@ -177,7 +184,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         status: outcome.status,
         ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
         ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
-        ...(outcome.status === 'pending' && { retryInMs: remainingWait(outcome.attempt!) }),
+        ...(outcome.status === 'pending' && { retryInMs: remainingWait(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id)) }),
       }));
     } finally {
       clearInterval(heartbeat);

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
 import { createTestWorker } from './worker';
 import { namespaceFor } from './namespaces';
-import { testDatabaseUrl, testPlatformPorts, testSettings } from './settings';
+import { DELIVERY_SHARDS, testDatabaseUrl, testPlatformPorts, testSettings } from './settings';
 import { NowhereGuard } from './nowhere-guard';
 import { openDeliveryLog, type DeliveryLogStores } from '../../src/delivery-log';
 import { egressGuard, webhookGuard } from '../../src/net/guards';
@@ -182,9 +182,6 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs:
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
-
-/** Shards of a test platform's API: events of different ids mostly land apart. */
-export const DELIVERY_SHARDS = 4;
 
 export function spaceEvent(org: string, spaceId: string, extra: Record<string, unknown> = {}) {
   return { type: 'space_content_updated', organizationId: org, spaceId, revisionId: `rev-${randomBytes(3).toString('hex')}`, ...extra };

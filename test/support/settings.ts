@@ -5,6 +5,9 @@ import path from 'node:path';
 import { PlatformPorts } from '../../src/net/platform-ports';
 import { createTestDatabase } from './postgres';
 
+/** Delivery shards of a test platform's API and worker: events of different ids mostly land apart. */
+export const DELIVERY_SHARDS = 4;
+
 /** What the mocha global fixture hands every test process through the environment. */
 export function testSettings(): { address: string; bundle: string; encryptionKey: string } {
   const address = process.env.TEST_TEMPORAL_ADDRESS;

@@ -8,7 +8,7 @@ import { webhookGuard } from '../../src/net/guards';
 import type { PlatformPorts } from '../../src/net/platform-ports';
 import type { DestinationGuard } from '../../src/net/destination-guard';
 import { createWorker } from '../../src/worker';
-import { testSettings } from './settings';
+import { DELIVERY_SHARDS, testSettings } from './settings';
 import type { Tracing } from '../../src/tracing';
 import { tracingBundle } from './tracing-bundle';
 
@@ -28,7 +28,7 @@ export interface TestWorkerOptions {
   tracing?: Tracing;
 }
 
-/** The one way tests build a worker: the run's dev server and workflow bundle, 4 shards. */
+/** The one way tests build a worker: the run's dev server and workflow bundle, the test platform's shards. */
 export async function createTestWorker(options: TestWorkerOptions): Promise<Worker> {
   const { address, bundle, encryptionKey } = testSettings();
   return createWorker({
@@ -42,7 +42,7 @@ export async function createTestWorker(options: TestWorkerOptions): Promise<Work
     stores: options.stores,
     runtime: options.runtime,
     baseUrl: options.baseUrl,
-    deliveryShards: 4,
+    deliveryShards: DELIVERY_SHARDS,
     webhookGuard: options.webhookGuard ?? webhookGuard(true, options.platformPorts),
     retentionDays: 30,
     logger: options.logger,
