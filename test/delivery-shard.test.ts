@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { AttemptBatchInput, AttemptBatchResult } from '../src/activities/attempt-batch';
-import { deliveryShardWorkflow, type ShardEntry } from '../src/workflows/delivery-shard';
+import { backlogQuery, deliveryShardWorkflow, enqueueUpdate, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
 import { testSettings } from './support/settings';
@@ -24,31 +24,35 @@ describe('the delivery shard workflow', function () {
   });
   after(async () => connection?.close());
 
-  it('keeps at most 500 attempt batches in flight (the server fails a task past 2,000 pending activities), and every installation has its turn', async function () {
-    const taskQueue = `shard-cap-${Date.now()}`;
-    const attempted = new Set<string>();
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+  /** A worker for one test: its own task queue, the stand-in for attempt batches given. */
+  async function standIn(attemptDeliveries: (input: AttemptBatchInput) => Promise<AttemptBatchResult[]>) {
+    const taskQueue = `shard-${Date.now()}-${Math.random().toString(36).slice(2)}`;
     const worker = await Worker.create({
       connection: await NativeConnection.connect({ address: testSettings().address }),
       namespace,
       taskQueue,
       workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') },
       maxConcurrentActivityTaskExecutions: 1000,
-      activities: {
-        async attemptDeliveries(input: AttemptBatchInput): Promise<AttemptBatchResult[]> {
-          await released;
-          for (const entry of input.entries) attempted.add(entry.id);
-          return input.entries.map((entry) => ({ id: entry.id, status: 'delivered' }));
-        },
-        async failDeliveries(): Promise<void> {},
-      },
+      activities: { attemptDeliveries, async failDeliveries(): Promise<void> {} },
     });
     const running = worker.run();
+    return { taskQueue, stop: async () => (worker.shutdown(), await running) };
+  }
+  const delivered = (input: AttemptBatchInput): AttemptBatchResult[] => input.entries.map((entry) => ({ id: entry.id, status: 'delivered' }));
+
+  it('keeps at most 500 attempt batches in flight (the server fails a task past 2,000 pending activities), and every installation has its turn', async function () {
+    const attempted = new Set<string>();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const worker = await standIn(async (input) => {
+      await released;
+      for (const entry of input.entries) attempted.add(entry.id);
+      return delivered(input);
+    });
     try {
       // 600 installations with a delivery each: one batch each, were there no cap.
       const entries: ShardEntry[] = Array.from({ length: 600 }, (_, i) => ({ id: `evt_cap:ins_${i}`, installationId: `ins_${i}`, attempt: 1, dueAt: 0 }));
-      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue, workflowId: `delivery-shard/cap-${taskQueue}`, args: [{ shard: 0, entries }] });
+      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/cap-${worker.taskQueue}`, args: [{ shard: 0, entries }] });
       const pending = async () => (await handle.describe()).raw.pendingActivities?.length ?? 0;
       await waitFor(async () => ((await pending()) > 0 ? true : undefined), 10_000, 'batches to be scheduled');
       assert.equal(await pending(), 500);
@@ -58,8 +62,42 @@ describe('the delivery shard workflow', function () {
       await handle.terminate('test over');
     } finally {
       release();
-      worker.shutdown();
-      await running;
+      await worker.stop();
+    }
+  });
+
+  it('hands over to the next run within a second while a batch hangs, and carries that batch over to be attempted after its time', async function () {
+    const attempted: string[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const worker = await standIn(async (input) => {
+      attempted.push(...input.entries.map((entry) => entry.id));
+      if (input.entries.some((entry) => entry.id.endsWith(':ins_hangs'))) await released;
+      return delivered(input);
+    });
+    const workflowId = `delivery-shard/handover-${worker.taskQueue}`;
+    try {
+      const input: ShardInput = { shard: 0, updatesPerRun: 2, entries: [{ id: 'evt_1:ins_hangs', installationId: 'ins_hangs', attempt: 1, dueAt: 0 }] };
+      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId, args: [input] });
+      await waitFor(async () => (attempted.includes('evt_1:ins_hangs') ? true : undefined), 10_000, 'the batch that hangs');
+      const hangingSince = Date.now();
+      const firstRun = handle.firstExecutionRunId;
+      for (const id of ['evt_2:ins_quick', 'evt_3:ins_quick']) await handle.executeUpdate(enqueueUpdate, { args: [[{ id, installationId: 'ins_quick' }]] });
+      // The second update is the run's last: the handover begins while the batch hangs.
+      const current = client.workflow.getHandle(workflowId);
+      const next = await waitFor(async () => ((await current.describe()).runId !== firstRun ? (await current.describe()).runId : undefined), 10_000, 'the next run');
+      assert.ok(Date.now() - hangingSince < 5000, `the handover took ${Date.now() - hangingSince} ms`);
+      await waitFor(async () => (attempted.includes('evt_3:ins_quick') ? true : undefined), 10_000, 'the next run to attempt what was queued');
+      assert.equal(await current.query(backlogQuery), 1, 'the next run holds the batch still in flight');
+      const started = (await client.workflow.getHandle(workflowId, next).fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!;
+      const carried: ShardInput = JSON.parse(Buffer.from(started.input!.payloads![0]!.data!).toString('utf8'));
+      const hanging = carried.entries!.find((entry) => entry.id === 'evt_1:ins_hangs')!;
+      assert.equal(hanging.attempt, 1);
+      assert.ok(hanging.dueAt >= hangingSince + 14_000, 'not before its attempts and their record are over');
+      await current.terminate('test over');
+    } finally {
+      release();
+      await worker.stop();
     }
   });
 });

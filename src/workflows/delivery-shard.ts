@@ -20,8 +20,10 @@ export interface ShardEntry extends ShardItem {
 
 export interface ShardInput {
   shard: number;
-  /** Carried across continue-as-new: waiting and not yet attempted deliveries. */
+  /** Carried across continue-as-new: waiting, not yet attempted, and still in flight. */
   entries?: ShardEntry[];
+  /** Updates before a run hands over (default 1,500; the server allows 2,000). */
+  updatesPerRun?: number;
 }
 
 export const shardWorkflowId = (shard: number): string => `delivery-shard/${shard}`;
@@ -44,6 +46,14 @@ export const MAX_BACKLOG = 10_000;
 const BATCH = 100;
 /** The server allows 2,000 updates per run; hand over well before. */
 const UPDATES_PER_RUN = 1500;
+/** How long a handover waits for the batches in flight before it carries them over. */
+const HANDOVER_WAIT_MS = 1000;
+/**
+ * A carried batch's deliveries wait this long from the batch's start: its attempts (10 s
+ * each at most) and their record are over by then, so the next run finds them recorded
+ * and sends nothing twice.
+ */
+const CARRIED_BATCH_DELAY_MS = 15_000;
 /** Batches in flight at once; the server fails a workflow task past 2,000 pending activities. */
 const MAX_BATCHES_IN_FLIGHT = 500;
 
@@ -71,7 +81,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const { workflowId, runId } = wf.workflowInfo();
   /** Every id queued, waiting or in flight: a delivery handed over twice is attempted once. */
   const known = new Set<string>();
-  // Runs started before lanes and the cap on batches in flight replay as they ran.
+  // Runs started before lanes, the cap on batches in flight and the timed handover replay as they ran.
   const lanes = wf.patched('batch-lanes');
   /**
    * An installation's first attempts and its retries are batched apart, one batch in flight
@@ -131,10 +141,13 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     }
   }
 
-  let inFlight = 0;
+  /** Batches in flight, with their start (workflow time). */
+  const flying = new Map<number, { entries: ShardEntry[]; startedAt: number }>();
+  let batches = 0;
   async function attempt(lane: string, entries: ShardEntry[]): Promise<void> {
     busyLanes.add(lane);
-    inFlight += 1;
+    const batch = ++batches;
+    flying.set(batch, { entries, startedAt: Date.now() });
     try {
       const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt, trace }) => ({ id, attempt, ...(trace && { trace }) })) });
       settle(entries, results);
@@ -145,12 +158,17 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
       settle(entries, []);
     } finally {
       busyLanes.delete(lane);
-      inFlight -= 1;
+      flying.delete(batch);
       changed = true;
     }
   }
 
-  const handOver = () => updates >= UPDATES_PER_RUN || wf.workflowInfo().continueAsNewSuggested;
+  const handOver = () => updates >= (input.updatesPerRun ?? UPDATES_PER_RUN) || wf.workflowInfo().continueAsNewSuggested;
+  /**
+   * When the handover began. It waits for the batches in flight (their results settle
+   * retries) for a second at most: a receiver that hangs must not stop the whole shard.
+   */
+  let drainingSince: number | undefined;
   for (;;) {
     changed = false;
     const now = Date.now();
@@ -162,7 +180,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     const draining = handOver();
     if (!draining) {
       for (const [lane, entries] of ready) {
-        if (lanes && inFlight >= MAX_BATCHES_IN_FLIGHT) break;
+        if (lanes && flying.size >= MAX_BATCHES_IN_FLIGHT) break;
         if (busyLanes.has(lane)) continue;
         const batch = entries.splice(0, BATCH);
         if (entries.length === 0 || lanes) ready.delete(lane);
@@ -171,15 +189,20 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
         if (entries.length && lanes) ready.set(lane, entries);
         void attempt(lane, batch);
       }
-    } else if (inFlight === 0) {
-      break;
+    } else {
+      drainingSince ??= now;
+      if (flying.size === 0 || (lanes && now - drainingSince >= HANDOVER_WAIT_MS)) break;
     }
-    const nextDue = Math.min(...waiting.map((entry) => entry.dueAt));
-    if (Number.isFinite(nextDue)) await wf.condition(() => changed, Math.max(1, nextDue - Date.now()));
+    const deadlines = waiting.map((entry) => entry.dueAt);
+    if (drainingSince !== undefined && lanes) deadlines.push(drainingSince + HANDOVER_WAIT_MS);
+    const next = Math.min(...deadlines);
+    if (Number.isFinite(next)) await wf.condition(() => changed, Math.max(1, next - Date.now()));
     else await wf.condition(() => changed);
   }
-  // No update may be left half handled; what is queued or waiting goes to the next run.
+  // No update may be left half handled; what is queued, waiting or still in flight goes to
+  // the next run (what is in flight after the time it needs to end).
   await wf.condition(wf.allHandlersFinished);
-  const entries = [...[...ready.values()].flat(), ...waiting];
-  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries });
+  const carried = [...flying.values()].flatMap(({ entries, startedAt }) => entries.map((entry) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
+  const entries = [...[...ready.values()].flat(), ...waiting, ...carried];
+  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.updatesPerRun && { updatesPerRun: input.updatesPerRun }) });
 }
