@@ -24,17 +24,30 @@ export interface RuntimeOptions {
   platformPorts: PlatformPorts;
 }
 
+/** An installation's token (`itk_…`), the only credential the binding carries. */
+const INSTALLATION_BEARER = /^Bearer itk_\S+$/;
+
 /**
  * The `platformApi` binding of every isolate: platform code that forwards the isolate's
- * request to the platform API as it is. The installation token it carries decides what it
- * may do; it never goes through the egress guard, and the guard never opens platform ports.
+ * request to the platform API. Its calls reach the API from loopback, which the codec
+ * endpoint (embedded default) and /metrics trust, so it carries only `/v1/` calls made with
+ * an installation token, and only to the API's own origin (a path such as `//host:port/`
+ * names another host): the token decides what the call may do, and the egress guard, which
+ * the binding does not go through, is never bypassed.
  */
 function platformApiBinding(baseUrl: string): NodeService {
   const base = new URL(baseUrl);
   const client = base.protocol === 'https:' ? https : http;
   const agent = new client.Agent({ keepAlive: true });
   return (req, res) => {
-    const target = new URL(req.url ?? '/', base);
+    const asked = new URL(req.url ?? '/', base);
+    const target = new URL(`${asked.pathname}${asked.search}`, base);
+    if (target.origin !== base.origin || !target.pathname.startsWith('/v1/') || !INSTALLATION_BEARER.test(req.headers.authorization ?? '')) {
+      req.resume();
+      res.writeHead(403, { 'content-type': 'application/json' });
+      res.end('{"error":"forbidden","message":"the platform API binding carries only /v1/ calls made with the installation token"}');
+      return;
+    }
     const headers = { ...req.headers, host: base.host };
     const forwarded = client.request(target, { method: req.method, headers, agent }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);

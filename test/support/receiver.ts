@@ -6,6 +6,8 @@ export interface ReceivedRequest {
   /** performance.now() when the request arrived, for measuring waits. */
   at: number;
   method: string;
+  /** The request target (path and query). */
+  url: string;
   headers: http.IncomingHttpHeaders;
   body: string;
 }
@@ -31,7 +33,7 @@ export class ScriptedReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        const request = { at, method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        const request = { at, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
         const reply = this.reply(this.requests.length, request);
         this.requests.push(request);
         setTimeout(() => {
