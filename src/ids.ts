@@ -8,7 +8,8 @@ export type DeliveryId = Branded<'dlv'>;
 
 /** Any id the API takes in a path or a query (delivery ids join two with ':'). */
 export const ID_PATTERN = '^[A-Za-z0-9_.:-]{1,200}$';
-export const isId = (value: string): boolean => new RegExp(ID_PATTERN).test(value);
+const ID = new RegExp(ID_PATTERN);
+export const isId = (value: string): boolean => ID.test(value);
 /** Event ids name deliveries (`<event>:<installation>`), so they cannot contain ':'. */
 export const EVENT_ID_PATTERN = '^[A-Za-z0-9_.-]{1,200}$';
 /** Installation ids as newInstallationId makes them. */

@@ -46,12 +46,11 @@ export interface AttemptBatchDependencies {
 }
 
 /** Metrics of a written batch: attempts by outcome class, retries, finished deliveries, the log's lag. */
-function observe(written: DeliveryOutcome[], entries: AttemptBatchInput['entries'], deliveries: Map<string, DeliveryToAttempt>, attemptsEnded: number): void {
+function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>, deliveries: Map<string, DeliveryToAttempt>, attemptsEnded: number): void {
   logWriteLag.observe((Date.now() - attemptsEnded) / 1000);
-  const fresh = new Map(entries.map((entry) => [entry.id, entry.attempt]));
   for (const outcome of written) {
     // An attempt recorded by an earlier run of this batch was counted then.
-    if (outcome.attempt && !deliveries.get(outcome.id)?.recorded.has(fresh.get(outcome.id)!)) attemptDuration.observe({ status_class: statusClass(outcome.attempt.statusCode) }, outcome.attempt.durationMs / 1000);
+    if (outcome.attempt && attemptedNow.has(outcome.id)) attemptDuration.observe({ status_class: statusClass(outcome.attempt.statusCode) }, outcome.attempt.durationMs / 1000);
     if (outcome.status === 'pending') retriesScheduled.inc();
     else deliveriesFinished.inc({ status: outcome.status, event_type: deliveries.get(outcome.id)?.eventType ?? 'unknown' });
   }
@@ -154,7 +153,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
-      const deliveries = await deps.log.toAttempt(input.entries.map((entry) => entry.id));
+      const deliveries = await deps.log.toAttempt(input.entries);
       /** When each attempt made by this run ended (performance.now()). */
       const endedAt = new Map<string, number>();
       const targets = await deps.installations.targets([...new Set([...deliveries.values()].map((d) => d.installationId))]);
@@ -163,9 +162,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           const { id, attempt } = entry;
           const delivery = deliveries.get(id);
           // Gone (purged) or finished already (handed over twice): nothing to do.
-          if (!delivery || delivery.status !== 'pending') return undefined;
-          const recorded = delivery.recorded.get(attempt);
-          if (recorded) return judge(id, recorded);
+          if (!delivery) return undefined;
+          if (delivery.recorded) return judge(id, delivery.recorded);
           const target = targets.get(delivery.installationId);
           const skipped = notAttempted(delivery, attempt, target);
           if (skipped) return skipped;
@@ -177,7 +175,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       const attemptsEnded = Date.now();
       await deps.log.recordOutcomes(written, input);
-      observe(written, input.entries, deliveries, attemptsEnded);
+      observe(written, endedAt, deliveries, attemptsEnded);
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
       return written.map((outcome) => ({
         id: outcome.id,

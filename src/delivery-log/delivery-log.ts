@@ -125,16 +125,22 @@ export class DeliveryLog {
     return rows.map((row) => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id }));
   }
 
-  /** The deliveries of an attempt batch with their bodies and the attempts recorded so far. */
-  async toAttempt(ids: string[]): Promise<Map<string, DeliveryToAttempt>> {
+  /**
+   * The pending deliveries of an attempt batch with their bodies, and the attempt asked for
+   * when an earlier run of the batch recorded it (its count goes up in the same transaction,
+   * so only then are the attempts read).
+   */
+  async toAttempt(entries: { id: string; attempt: number }[]): Promise<Map<string, DeliveryToAttempt>> {
+    const asked = new Map(entries.map((entry) => [entry.id, entry.attempt]));
     const found = new Map<string, DeliveryToAttempt>();
-    for (const part of chunks(ids)) {
-      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'status', 'body']).where('id', 'in', part).execute();
-      for (const row of rows) {
-        found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, status: row.status as DeliveryStatus, body: this.encryption.open(row.body), recorded: new Map() });
+    for (const part of chunks([...asked.keys()])) {
+      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body']).where('id', 'in', part).where('status', '=', 'pending').execute();
+      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body) });
+      const rerun = rows.filter((row) => row.attempts >= asked.get(row.id)!).map((row) => row.id);
+      if (rerun.length === 0) continue;
+      for (const record of await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', rerun).execute()) {
+        if (record.attempt === asked.get(record.delivery_id)) found.get(record.delivery_id)!.recorded = attemptOf(record);
       }
-      const attempts = await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', part).execute();
-      for (const attempt of attempts) found.get(attempt.delivery_id)?.recorded.set(attempt.attempt, attemptOf(attempt));
     }
     return found;
   }

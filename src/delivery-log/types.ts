@@ -110,10 +110,9 @@ export interface DeliveryToAttempt {
   eventId: string;
   installationId: string;
   eventType: string;
-  status: DeliveryStatus;
   body: string;
-  /** Attempts recorded so far, by number: a batch run again after a crash returns these instead of sending again. */
-  recorded: Map<number, AttemptRecord>;
+  /** The attempt asked for, when an earlier run of the batch recorded it: returned instead of sending it again. */
+  recorded?: AttemptRecord;
 }
 
 /** What an attempt batch writes for one delivery. */
