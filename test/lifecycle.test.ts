@@ -141,8 +141,9 @@ describe('the embedded default leaves no orphan, however it dies', function () {
     await waitFor(async () => (owned.every((pid) => !isAlive(pid)) ? true : undefined), 10_000, 'the owned processes to die');
     const again = await embedded(dataDir, ports, adminToken);
     try {
-      const orgs = await answer(again.base, 'POST', '/v1/users', adminToken, { id: 'late', orgs: ['no-such-org'] });
-      assert.equal(orgs.status, 400, 'the API answers on the same data');
+      // The organization made before the kill is there: a user can join it.
+      const joined = await answer(again.base, 'POST', '/v1/users', adminToken, { id: `${owned.org}-late`, orgs: [owned.org] });
+      assert.equal(joined.status, 201, `the API answers on the same data: ${JSON.stringify(joined.body)}`);
     } finally {
       again.main.kill('SIGKILL');
     }
@@ -171,7 +172,6 @@ describe('the embedded default leaves no orphan, however it dies', function () {
         await waitFor(async () => ([main.pid!, ...owned].every((pid) => !isAlive(pid)) ? true : undefined), 10_000, 'the group to stop');
         const stoppedAfter = Date.now() - signalled;
         process.stdout.write(`      ${signal}: ${receiver.requests.length} attempts had reached the receiver; everything stopped after ${stoppedAfter} ms\n`);
-        assert.ok(stoppedAfter <= 10_000);
         await Promise.all(load);
       } finally {
         await receiver.stop();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { TestPlatform, waitFor } from './support/platform';
-import { install, publishExample } from './support/examples';
+import { install, publishExample, startWithForwarding } from './support/examples';
 import { ScriptedReceiver } from './support/receiver';
 
 /** Integration code through the real API, isolates and Temporal: public endpoints, components, the API binding, egress. */
@@ -24,11 +24,7 @@ describe('the integration runtime: public endpoint, components, API binding, egr
   }
 
   before(async function () {
-    await forwarded.start();
-    // The forward receiver stands for a private service the integration is allowed to reach.
-    platform = await new TestPlatform(__filename, { egressAllow: [`127.0.0.1:${new URL(forwarded.url).port}`] }).start();
-    tenant = await platform.tenant();
-    receiver = await publishExample(platform, tenant, 'webhook-receiver');
+    ({ platform, tenant, receiver } = await startWithForwarding(__filename, forwarded));
     installation = await install(platform, tenant, receiver, { forward_url: forwarded.url });
   });
   after(async () => Promise.all([platform?.stop(), forwarded.stop()]));

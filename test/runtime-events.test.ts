@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { TestPlatform, waitFor } from './support/platform';
-import { install, publishExample } from './support/examples';
+import { install, publishExample, startWithForwarding } from './support/examples';
 import { ScriptedReceiver } from './support/receiver';
 
 /** Events to integration code through the same durable delivery pipeline as webhooks. */
@@ -15,10 +15,7 @@ describe('events to integration code', function () {
   const ingest = (body: Record<string, unknown>) => platform.admin('POST', '/v1/events', { organizationId: tenant.org, ...body });
 
   before(async function () {
-    await forwarded.start();
-    platform = await new TestPlatform(__filename, { egressAllow: [`127.0.0.1:${new URL(forwarded.url).port}`] }).start();
-    tenant = await platform.tenant();
-    receiver = await publishExample(platform, tenant, 'webhook-receiver');
+    ({ platform, tenant, receiver } = await startWithForwarding(__filename, forwarded));
   });
   after(async () => Promise.all([platform?.stop(), forwarded.stop()]));
 

@@ -3,7 +3,8 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli } from './cli';
-import type { TestPlatform } from './platform';
+import { TestPlatform } from './platform';
+import type { ScriptedReceiver } from './receiver';
 
 export const EXAMPLES = path.join(__dirname, '..', '..', '..', 'examples');
 
@@ -37,4 +38,16 @@ export async function install(platform: TestPlatform, tenant: { org: string; tok
   const answer = await platform.http('POST', `/v1/integrations/${name}/installations`, { token: tenant.token, body: { target: { org: tenant.org, ...(space && { space }) }, configuration } });
   assert.equal(answer.status, 201, JSON.stringify(answer.body));
   return answer.body;
+}
+
+/**
+ * A platform whose integration code may reach `forwarded` (a receiver on 127.0.0.1 standing
+ * for a private service on its egress allow-list), a tenant, and SPEC.md's example receiver
+ * published for it.
+ */
+export async function startWithForwarding(testFile: string, forwarded: ScriptedReceiver): Promise<{ platform: TestPlatform; tenant: { org: string; token: string }; receiver: string }> {
+  await forwarded.start();
+  const platform = await new TestPlatform(testFile, { egressAllow: [`127.0.0.1:${new URL(forwarded.url).port}`] }).start();
+  const tenant = await platform.tenant();
+  return { platform, tenant, receiver: await publishExample(platform, tenant, 'webhook-receiver') };
 }
