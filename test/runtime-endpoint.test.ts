@@ -89,6 +89,17 @@ describe('the integration runtime: public endpoint, components, API binding, egr
       const other = await platform.tenant();
       assert.equal((await render({ props: {} }, other.token)).status, 404);
     });
+
+    it('answers 502 when code that skips the SDK renders something that is no JSON', async function () {
+      const name = `raw-${tenant.org}`.slice(0, 60);
+      const manifest = [`name: ${name}`, 'title: Raw', 'description: Answers HTML.', `organization: ${tenant.org}`, 'visibility: private', 'scopes: []', 'script: src/index.js'].join('\n');
+      const script = "export default { __platformIntegration: true, componentIds: ['page'], eventTypes: [], async fetch() { return new Response('<html>hello</html>'); } };";
+      assert.equal((await platform.http('POST', '/v1/integrations', { token: tenant.token, body: { manifest, script } })).status, 201);
+      const raw = await install(platform, tenant, name);
+      const answer = await platform.http('POST', `/v1/installations/${raw.id}/components/page`, { token: tenant.token, body: { props: {} } });
+      assert.equal(answer.status, 502, JSON.stringify(answer.body));
+      assert.equal(answer.body.error, 'integration_failed');
+    });
   });
 
   describe('the platform API, through the binding, with the installation token', function () {

@@ -4,7 +4,7 @@ import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
 import { IsolateError } from '../../isolates/isolate-pool';
 import type { IsolateAnswer } from '../../isolates/workerd-process';
 import type { ApiDeps } from '../deps';
-import type { Caller } from '../auth';
+import { requireMember, type Caller } from '../auth';
 import { ApiError, badRequest, notFound } from '../errors';
 import type { RouteTable } from '../route-table';
 
@@ -71,12 +71,14 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
     async ({ caller, params, body }) => {
       const installation = await runnable(params.id!);
-      if (!installation || caller.kind === 'installation' || !(caller.kind === 'admin' || caller.orgs.includes(installation.target.org))) throw notFound('installation');
+      if (!installation) throw notFound('installation');
+      requireMember(caller, installation.target.org, 'installation');
       const answer = await invoking(() => deps.runtime.invoke(installation, { type: 'ui_render', componentId: params.componentId, props: body.props ?? {}, state: body.state, action: body.action }));
-      const parsed = JSON.parse(answer.body.toString('utf8') || 'null') as { error?: string } | null;
+      // Code that skips the SDK may answer anything: what is no JSON is the integration's failure.
+      const parsed = jsonOf(answer.body) as { error?: string } | null | undefined;
       if (answer.status === 404) throw notFound(`component ${params.componentId}`);
       if (answer.status >= 400 && answer.status < 500) throw new ApiError(answer.status, 'integration_refused', parsed?.error ?? `the integration answered ${answer.status}`);
-      if (answer.status !== 200) throw new ApiError(502, 'integration_failed', `the integration answered ${answer.status}${parsed?.error ? `: ${parsed.error}` : ''}`);
+      if (answer.status !== 200 || parsed === undefined) throw new ApiError(502, 'integration_failed', `the integration answered ${answer.status}${parsed?.error ? `: ${parsed.error}` : parsed === undefined ? ' without JSON' : ''}`);
       return { status: 200, body: parsed };
     },
   );
@@ -119,4 +121,13 @@ export function oauthRoutes(routes: RouteTable, { oauthStates }: ApiDeps): void 
       return { status: 204 };
     },
   );
+}
+
+/** A JSON body, or undefined when it is none (an empty body is null). */
+function jsonOf(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8') || 'null');
+  } catch {
+    return undefined;
+  }
 }
