@@ -68,9 +68,12 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     provider.stop();
   });
 
-  /** The button's callback_url: the platform's redirect to the provider, with its state. */
+  /** A member starts the connection; the button's callback_url redirects to the provider, with its state. */
   async function connect(installation: any, through = installation.urls.publicEndpoint): Promise<URL> {
-    const start = await follow(`${through}/oauth`);
+    const started = await platform.http('POST', `/v1/installations/${installation.id}/oauth/connect`, { token: tenant.token });
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    assert.equal(started.body.url, `${installation.urls.publicEndpoint}/oauth?connect=${encodeURIComponent(started.body.connect)}`);
+    const start = await follow(`${through}/oauth?connect=${encodeURIComponent(started.body.connect)}`);
     assert.equal(start.status, 302);
     return new URL(start.headers.get('location')!);
   }
@@ -135,13 +138,32 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     const installation = await install(platform, tenant, name);
     const byHand = await platform.http('PATCH', `/v1/installations/${installation.id}/configuration`, { token: tenant.token, body: { oauth_credentials: { access_token: 'mine' } } });
     assert.equal(byHand.status, 400);
-    assert.equal((await platform.http('POST', `/v1/installations/${installation.id}/oauth/state`, { token: tenant.token })).status, 403);
+    assert.equal((await platform.http('POST', `/v1/installations/${installation.id}/oauth/state`, { token: tenant.token, body: { connect: 'x' } })).status, 403);
   });
 
-  it('refuses an expired state (10 minutes)', async function () {
+  it('starts only from a member of the installation’s organization: the public endpoint alone, another installation’s ticket or a spent one refuse', async function () {
+    const [one, two] = [await install(platform, tenant, name), await install(platform, tenant, name)];
+    const anonymous = await follow(`${one.urls.publicEndpoint}/oauth`);
+    assert.equal(anonymous.status, 400);
+    assert.match(await anonymous.text(), /connection ticket is not one the platform issued/);
+    const ticketOf = async (installation: any) => (await platform.http('POST', `/v1/installations/${installation.id}/oauth/connect`, { token: tenant.token })).body.connect as string;
+    const foreign = await follow(`${one.urls.publicEndpoint}/oauth?connect=${encodeURIComponent(await ticketOf(two))}`);
+    assert.equal(foreign.status, 400);
+    assert.match(await foreign.text(), /connection ticket belongs to another installation/);
+    const ticket = await ticketOf(one);
+    assert.equal((await follow(`${one.urls.publicEndpoint}/oauth?connect=${encodeURIComponent(ticket)}`)).status, 302);
+    const again = await follow(`${one.urls.publicEndpoint}/oauth?connect=${encodeURIComponent(ticket)}`);
+    assert.equal(again.status, 400);
+    assert.match(await again.text(), /used already/);
+    const stranger = await platform.tenant();
+    assert.equal((await platform.http('POST', `/v1/installations/${one.id}/oauth/connect`, { token: stranger.token })).status, 404);
+  });
+
+  it('refuses an expired state (10 minutes), and a connection ticket where a state is due', async function () {
     const states = new OAuthStates(process.env.TEST_ENCRYPTION_KEY!, platform.stores.log.db);
-    const old = states.issue('ins_x', Date.now() - 11 * 60 * 1000);
-    assert.equal(await states.spend(old, 'ins_x'), 'the state expired; start the connection again');
-    assert.equal(await states.spend(states.issue('ins_x'), 'ins_x'), undefined);
+    const old = states.issue('ins_x', 'state', Date.now() - 11 * 60 * 1000);
+    assert.equal(await states.spend(old, 'state', 'ins_x'), 'the state expired; start the connection again');
+    assert.equal(await states.spend(states.issue('ins_x', 'connect'), 'state', 'ins_x'), 'the state is not one the platform issued');
+    assert.equal(await states.spend(states.issue('ins_x', 'state'), 'state', 'ins_x'), undefined);
   });
 });

@@ -49,7 +49,8 @@ export function createOAuthHandler(config: OAuthConfig | ((context: IntegrationC
       if (denied) return page('Authorization refused', `The provider answered: ${denied}. Nothing was stored.`, 400);
       const code = url.searchParams.get('code');
       if (!code) {
-        const { state } = await context.api.request<{ state: string }>('POST', own);
+        // A member started the connection through the platform (POST …/oauth/connect).
+        const { state } = await context.api.request<{ state: string }>('POST', own, { connect: url.searchParams.get('connect') ?? '' });
         const target = new URL(settings.authorizeURL);
         target.searchParams.set('client_id', settings.clientId);
         target.searchParams.set('redirect_uri', redirectUri);

@@ -1,6 +1,7 @@
 import type { InstallationTarget } from '../../delivery-log/installation-index';
 import { publicEndpoint } from '../../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
+import type { OAuthTicketKind } from '../../integrations/oauth-states';
 import { IsolateError } from '../../isolates/isolate-pool';
 import type { IsolateAnswer } from '../../isolates/workerd-process';
 import type { ApiDeps } from '../deps';
@@ -84,24 +85,53 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
   );
 }
 
-/** The OAuth flow's state, for integration code (its installation token) only. */
-export function oauthRoutes(routes: RouteTable, { oauthStates }: ApiDeps): void {
+/**
+ * The OAuth flow: a member of the installation's organization starts the connection (a
+ * ticket for its public endpoint); the integration's code, with its own token, spends the
+ * ticket for a state and spends the state when the provider sends the user back.
+ */
+export function oauthRoutes(routes: RouteTable, { oauthStates, installations, baseUrl }: ApiDeps): void {
   const own = (caller: Caller, id: string) => {
     if (caller.kind !== 'installation') throw new ApiError(403, 'forbidden', 'only the installation’s own token (its integration’s code) runs its OAuth flow');
     if (caller.installationId !== id) throw notFound('installation');
   };
+  const spend = async (ticket: string, kind: OAuthTicketKind, installationId: string, field: string) => {
+    const refused = await oauthStates.spend(ticket, kind, installationId);
+    if (refused) throw badRequest(refused, [{ field, message: refused }]);
+  };
   routes.add(
     {
       method: 'post',
-      path: '/v1/installations/:id/oauth/state',
-      summary: 'Issue an OAuth state bound to the installation (its own token only; 10 minutes, single use)',
+      path: '/v1/installations/:id/oauth/connect',
+      summary: 'Start the installation’s OAuth connection: a ticket for its public endpoint (members of its organization; 10 minutes, single use)',
       access: 'member',
-      installation: true,
-      responses: { 200: { description: '{state}' }, 404: { description: 'Not this installation’s token' } },
+      responses: {
+        200: { description: 'Open `url`, or add `?connect=` and the ticket to the button’s callback_url', schema: { type: 'object', required: ['connect', 'url'], properties: { connect: { type: 'string' }, url: { type: 'string' } } } },
+        404: { description: 'No such installation' },
+      },
     },
     async ({ caller, params }) => {
+      const installation = (await installations.targets([params.id!])).get(params.id!);
+      if (!installation || installation.status === 'deleted') throw notFound('installation');
+      requireMember(caller, installation.target.org, 'installation');
+      const connect = oauthStates.issue(installation.id, 'connect');
+      return { status: 200, body: { connect, url: `${publicEndpoint(baseUrl, installation.integration, installation.id)}/oauth?connect=${encodeURIComponent(connect)}` } };
+    },
+  );
+  routes.add<{ connect: string }>(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/oauth/state',
+      summary: 'Spend a connection ticket for an OAuth state bound to the installation (its own token only; 10 minutes, single use)',
+      access: 'member',
+      installation: true,
+      body: { type: 'object', required: ['connect'], additionalProperties: false, properties: { connect: { type: 'string', maxLength: 2048 } } },
+      responses: { 200: { description: '{state}' }, 400: { description: 'The connection ticket is refused, with why' }, 404: { description: 'Not this installation’s token' } },
+    },
+    async ({ caller, params, body }) => {
       own(caller, params.id!);
-      return { status: 200, body: { state: oauthStates.issue(params.id!) } };
+      await spend(body.connect, 'connect', params.id!, 'connect');
+      return { status: 200, body: { state: oauthStates.issue(params.id!, 'state') } };
     },
   );
   routes.add<{ state: string }>(
@@ -116,8 +146,7 @@ export function oauthRoutes(routes: RouteTable, { oauthStates }: ApiDeps): void 
     },
     async ({ caller, params, body }) => {
       own(caller, params.id!);
-      const refused = await oauthStates.spend(body.state, params.id!).catch(() => 'the state is not one the platform issued');
-      if (refused) throw badRequest(refused, [{ field: 'state', message: refused }]);
+      await spend(body.state, 'state', params.id!, 'state');
       return { status: 204 };
     },
   );
