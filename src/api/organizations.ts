@@ -8,12 +8,23 @@ import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../workflows/directory';
  */
 export class KnownOrganizations {
   private readonly known = new Set<string>();
+  /** Questions in flight: the 500 events of a batch ingest for one new organization ask once. */
+  private readonly asking = new Map<string, Promise<boolean>>();
 
   constructor(private readonly client: Client) {}
 
   /** Asks the directory with ingest's deadline: an engine that does not answer is unavailable. */
   async exists(id: string): Promise<boolean> {
     if (this.known.has(id)) return true;
+    let answer = this.asking.get(id);
+    if (!answer) {
+      answer = this.ask(id).finally(() => this.asking.delete(id));
+      this.asking.set(id, answer);
+    }
+    return answer;
+  }
+
+  private async ask(id: string): Promise<boolean> {
     const org = await this.client.withDeadline(Date.now() + ENGINE_DEADLINE_MS, () => this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, id));
     if (org?.id !== id) return false;
     this.remember(id);

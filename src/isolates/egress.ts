@@ -2,11 +2,11 @@ import http from 'node:http';
 import https from 'node:https';
 import { Response as MiniflareResponse, type Request as MiniflareRequest } from 'miniflare';
 import { portOf, type DestinationGuard } from '../net/destination-guard';
+import { HOP_BY_HOP } from '../net/hop-by-hop';
 
 /** A response larger than this is cut off: an integration's fetch is no download manager. */
 const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 const EGRESS_TIMEOUT_MS = 30_000;
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'host', 'cf-worker', 'content-length']);
 
 const refused = (message: string, status = 403) => new MiniflareResponse(JSON.stringify({ error: 'egress_refused', message }), { status, headers: { 'content-type': 'application/json' } });
 
@@ -32,7 +32,8 @@ export function createEgress(guard: DestinationGuard) {
       return refused((err as Error).message);
     }
     const body = request.method === 'GET' || request.method === 'HEAD' ? undefined : Buffer.from(await request.arrayBuffer());
-    const headers = Object.fromEntries([...request.headers].filter(([name]) => !HOP_BY_HOP.has(name)));
+    // cf-worker: workerd's own marker of the calling worker.
+    const headers = Object.fromEntries([...request.headers].filter(([name]) => !HOP_BY_HOP.has(name) && name !== 'cf-worker'));
     return new Promise<MiniflareResponse>((resolve) => {
       const client = url.protocol === 'https:' ? https : http;
       const outgoing = client.request(url, { method: request.method, headers, agent: url.protocol === 'https:' ? agents.https : agents.http, lookup: guard.lookup(portOf(url)), timeout: EGRESS_TIMEOUT_MS });

@@ -3,6 +3,7 @@ import { publicEndpoint } from '../../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
 import type { OAuthTicketKind } from '../../integrations/oauth-states';
 import { IsolateError } from '../../isolates/isolate-pool';
+import { HOP_BY_HOP } from '../../net/hop-by-hop';
 import type { IsolateAnswer } from '../../isolates/workerd-process';
 import type { ApiDeps } from '../deps';
 import { requireMember, type Caller } from '../auth';
@@ -11,8 +12,6 @@ import type { RouteTable } from '../route-table';
 
 /** Largest request body the public endpoint passes on. */
 export const PUBLIC_BODY_LIMIT = 10 * 1024 * 1024;
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'proxy-authorization', 'te', 'trailer']);
-
 const componentSchema = {
   type: 'object',
   additionalProperties: false,
