@@ -28,6 +28,8 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'insta
   stores: DeliveryLogStores;
   /** PLATFORM_DELIVERY_SHARDS: where installation events go. */
   deliveryShards: number;
+  /** Updates before a shard run hands over (tests make it small; the workflow's default otherwise). */
+  shardUpdatesPerRun?: number;
 }
 
 /** The Temporal worker: every workflow and activity of the service on one task queue. */
@@ -39,7 +41,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     taskQueue: options.taskQueue,
     dataConverter: dataConverter(options.encryptionKey),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, shards: new ShardClient(options.client, options.taskQueue, options.deliveryShards) }),
+    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, shards: new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardUpdatesPerRun) }),
     // Attempt batches wait on receivers: many may be in flight at once.
     maxConcurrentActivityTaskExecutions: 200,
     // A drain waits this long for tasks in flight (attempts are idempotent; a cut batch runs again).

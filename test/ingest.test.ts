@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { verifySignature } from '../src/webhooks/signature';
-import { shardOf } from '../src/workflows/delivery-shard';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
-import { DELIVERY_SHARDS } from './support/settings';
+import { idsOfOneShard } from './support/settings';
 import { ScriptedReceiver, type Reply } from './support/receiver';
 
 describe('ingest owned by the engine', function () {
@@ -20,13 +19,6 @@ describe('ingest owned by the engine', function () {
   });
   after(async () => Promise.all([platform.stop(), second?.stop(), receiver.stop()]));
 
-  /** Two event ids of one shard (lanes and batches are per shard). */
-  function sameShard(prefix: string): [string, string] {
-    const idOf = (n: number) => `evt_${prefix}_${n}`;
-    let other = 1;
-    while (shardOf(idOf(other), DELIVERY_SHARDS) !== shardOf(idOf(0), DELIVERY_SHARDS)) other += 1;
-    return [idOf(0), idOf(other)];
-  }
 
   const arrivals = (eventId: string, at = receiver) => at.requests.filter((request) => JSON.parse(request.body).eventId === eventId);
 
@@ -139,7 +131,7 @@ describe('ingest owned by the engine', function () {
    */
   async function retryBesideSlowAnswer(label: string, refusal: Reply, slowMs: number, send: (scene: { org: string; failingId: string; slowId: string; receiver: ScriptedReceiver }) => Promise<string>) {
     const own = await platform.tenant();
-    const [failingId, slowId] = sameShard(`${label}_${own.org}`);
+    const [failingId, slowId] = idsOfOneShard(`${label}_${own.org}`, 2) as [string, string];
     let failingSeen = 0;
     const scripted = await new ScriptedReceiver((_, request) => (JSON.parse(request.body).eventId === slowId ? { status: 200, delayMs: slowMs } : failingSeen++ === 0 ? refusal : { status: 200 })).start();
     try {

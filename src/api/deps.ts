@@ -28,6 +28,8 @@ export interface ApiSettings {
   runtime: IntegrationRuntime;
   /** PLATFORM_DELIVERY_SHARDS */
   deliveryShards: number;
+  /** Updates before a shard run hands over (tests make it small; the workflow's default otherwise). */
+  shardUpdatesPerRun?: number;
   logger: Logger;
   /** The embedded default trusts loopback callers of the codec endpoint (its own UI); production asks for the token. */
   codecTrustsLoopback: boolean;
@@ -36,7 +38,7 @@ export interface ApiSettings {
 }
 
 /** What routes use: the settings and the services built from them. */
-export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'encryptionKey'> {
+export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'shardUpdatesPerRun' | 'encryptionKey'> {
   codec: EncryptionCodec;
   installationTokens: InstallationTokens;
   installations: InstallationIndex;
@@ -47,8 +49,8 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
 }
 
 /** The one place the API's services are wired together. */
-export function buildApiDeps({ stores, deliveryShards, encryptionKey, ...settings }: ApiSettings): ApiDeps {
-  const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards));
+export function buildApiDeps({ stores, deliveryShards, shardUpdatesPerRun, encryptionKey, ...settings }: ApiSettings): ApiDeps {
+  const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards, shardUpdatesPerRun));
   return {
     ...settings,
     codec: new EncryptionCodec(encryptionKey),

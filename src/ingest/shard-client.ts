@@ -13,6 +13,8 @@ export class ShardClient {
     private readonly client: Client,
     private readonly taskQueue: string,
     readonly shards: number,
+    /** Updates before a shard run hands over; the workflow's default unless set (tests make it small). */
+    private readonly updatesPerRun?: number,
   ) {}
 
   shardOf(eventId: string): number {
@@ -27,7 +29,7 @@ export class ShardClient {
         startWorkflowOperation: new WithStartWorkflowOperation(deliveryShardWorkflow, {
           workflowId: shardWorkflowId(shard),
           taskQueue: this.taskQueue,
-          args: [{ shard }],
+          args: [{ shard, ...(this.updatesPerRun && { updatesPerRun: this.updatesPerRun }) }],
           workflowIdConflictPolicy: 'USE_EXISTING',
         }),
       }),

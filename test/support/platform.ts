@@ -32,6 +32,8 @@ export interface TestPlatformOptions {
   adminToken?: string;
   /** `host:port` pairs integration code may reach (PLATFORM_EGRESS_ALLOW). */
   egressAllow?: string[];
+  /** Updates before a delivery shard run hands over to the next. */
+  shardUpdatesPerRun?: number;
   /** `nowhere`: webhooks and integration code reach no destination at all (fuzzing). */
   outbound?: 'nowhere';
   /** The delivery log: a fresh SQLite file (default), a fresh PostgreSQL database, or another platform's (`databaseUrl`). */
@@ -88,7 +90,7 @@ export class TestPlatform {
     this.isolates = pool;
     this.runtime = runtime;
     if (this.options.worker !== false) {
-      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs, tracing: this.options.tracing });
+      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs, tracing: this.options.tracing, shardUpdatesPerRun: this.options.shardUpdatesPerRun });
       this.workerRun = this.worker.run();
     }
     this.api = await startApi(
@@ -102,6 +104,7 @@ export class TestPlatform {
         stores: this.stores,
         runtime,
         deliveryShards: DELIVERY_SHARDS,
+        shardUpdatesPerRun: this.options.shardUpdatesPerRun,
         logger,
         codecTrustsLoopback: true,
         codecCorsOrigins: [],

@@ -3,10 +3,18 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PlatformPorts } from '../../src/net/platform-ports';
+import { shardOf } from '../../src/workflows/delivery-shard';
 import { createTestDatabase } from './postgres';
 
 /** Delivery shards of a test platform's API and worker: events of different ids mostly land apart. */
 export const DELIVERY_SHARDS = 4;
+
+/** `n` event ids that go to one delivery shard of a test platform (batches, lanes and runs are per shard). */
+export function idsOfOneShard(prefix: string, n: number): string[] {
+  const ids = [`evt_${prefix}_0`];
+  for (let i = 1; ids.length < n; i++) if (shardOf(`evt_${prefix}_${i}`, DELIVERY_SHARDS) === shardOf(ids[0]!, DELIVERY_SHARDS)) ids.push(`evt_${prefix}_${i}`);
+  return ids;
+}
 
 /** What the mocha global fixture hands every test process through the environment. */
 export function testSettings(): { address: string; bundle: string; encryptionKey: string } {

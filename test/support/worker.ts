@@ -26,6 +26,7 @@ export interface TestWorkerOptions {
   attemptTimeoutMs?: number;
   /** Workflow and activity spans too, with a bundle that carries the workflow interceptors. */
   tracing?: Tracing;
+  shardUpdatesPerRun?: number;
 }
 
 /** The one way tests build a worker: the run's dev server and workflow bundle, the test platform's shards. */
@@ -43,6 +44,7 @@ export async function createTestWorker(options: TestWorkerOptions): Promise<Work
     runtime: options.runtime,
     baseUrl: options.baseUrl,
     deliveryShards: DELIVERY_SHARDS,
+    shardUpdatesPerRun: options.shardUpdatesPerRun,
     webhookGuard: options.webhookGuard ?? webhookGuard(true, options.platformPorts),
     retentionDays: 30,
     logger: options.logger,
