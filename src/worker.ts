@@ -7,7 +7,7 @@ import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } fro
 import type { Client } from '@temporalio/client';
 import { connectClient, dataConverter } from './temporal/client';
 import type { DeliveryLogStores } from './delivery-log';
-import { ShardClient } from './ingest/shard-client';
+import { ShardClient, type ShardLimits } from './ingest/shard-client';
 import { createIntegrationRuntime } from './isolates';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { stopOnSignals } from './lifecycle';
@@ -28,8 +28,8 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'insta
   stores: DeliveryLogStores;
   /** PLATFORM_DELIVERY_SHARDS: where installation events go. */
   deliveryShards: number;
-  /** Updates before a shard run hands over (tests make it small; the workflow's default otherwise). */
-  shardUpdatesPerRun?: number;
+  /** The delivery shards' limits (tests make them small; the defaults otherwise). */
+  shardLimits?: ShardLimits;
 }
 
 /** The Temporal worker: every workflow and activity of the service on one task queue. */
@@ -41,7 +41,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     taskQueue: options.taskQueue,
     dataConverter: dataConverter(options.encryptionKey),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, shards: new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardUpdatesPerRun) }),
+    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, shards: new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits) }),
     // Attempt batches wait on receivers: many may be in flight at once.
     maxConcurrentActivityTaskExecutions: 200,
     // A drain waits this long for tasks in flight (attempts are idempotent; a cut batch runs again).

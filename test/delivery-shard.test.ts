@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { AttemptBatchInput, AttemptBatchResult } from '../src/activities/attempt-batch';
-import { backlogQuery, deliveryShardWorkflow, enqueueUpdate, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
+import { backlogQuery, deliveryShardWorkflow, handOverSignal, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
 import { testSettings } from './support/settings';
@@ -66,6 +66,32 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('keeps up to four full batches of one installation in flight, and starts a partial one only when none is', async function () {
+    const batches: number[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const worker = await standIn(async (input) => {
+      batches.push(input.entries.length);
+      await released;
+      return delivered(input);
+    });
+    try {
+      const entries: ShardEntry[] = Array.from({ length: 450 }, (_, i) => ({ id: `evt_${i}:ins_busy`, installationId: 'ins_busy', attempt: 1, dueAt: 0 }));
+      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/lane-${worker.taskQueue}`, args: [{ shard: 0, entries }] });
+      await waitFor(async () => (batches.length >= 4 ? true : undefined), 10_000, 'four batches in flight');
+      assert.equal((await handle.describe()).raw.pendingActivities?.length, 4);
+      assert.deepEqual(batches, [100, 100, 100, 100], 'the last 50 wait for a lane slot');
+      release();
+      await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'the partial batch');
+      assert.equal(batches[4], 50);
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery settled');
+      await handle.terminate('test over');
+    } finally {
+      release();
+      await worker.stop();
+    }
+  });
+
   it('hands over to the next run within a second while a batch hangs, and carries that batch over to be attempted after its time', async function () {
     const attempted: string[] = [];
     let release!: () => void;
@@ -77,13 +103,13 @@ describe('the delivery shard workflow', function () {
     });
     const workflowId = `delivery-shard/handover-${worker.taskQueue}`;
     try {
-      const input: ShardInput = { shard: 0, updatesPerRun: 2, entries: [{ id: 'evt_1:ins_hangs', installationId: 'ins_hangs', attempt: 1, dueAt: 0 }] };
+      const input: ShardInput = { shard: 0, handOversPerRun: 2, entries: [{ id: 'evt_1:ins_hangs', installationId: 'ins_hangs', attempt: 1, dueAt: 0 }] };
       const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId, args: [input] });
       await waitFor(async () => (attempted.includes('evt_1:ins_hangs') ? true : undefined), 10_000, 'the batch that hangs');
       const hangingSince = Date.now();
       const firstRun = handle.firstExecutionRunId;
-      for (const id of ['evt_2:ins_quick', 'evt_3:ins_quick']) await handle.executeUpdate(enqueueUpdate, { args: [[{ id, installationId: 'ins_quick' }]] });
-      // The second update is the run's last: the handover begins while the batch hangs.
+      for (const id of ['evt_2:ins_quick', 'evt_3:ins_quick']) await handle.signal(handOverSignal, [{ id, installationId: 'ins_quick' }]);
+      // The second hand-over is the run's last: the handover begins while the batch hangs.
       const current = client.workflow.getHandle(workflowId);
       const next = await waitFor(async () => ((await current.describe()).runId !== firstRun ? (await current.describe()).runId : undefined), 10_000, 'the next run');
       assert.ok(Date.now() - hangingSince < 5000, `the handover took ${Date.now() - hangingSince} ms`);

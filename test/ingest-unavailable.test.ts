@@ -2,19 +2,21 @@ import assert from 'node:assert/strict';
 import { createLogger } from '../src/logger';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
+import { idsOfOneShard } from './support/settings';
 import { createTestWorker } from './support/worker';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../src/workflows/directory';
 
 describe('ingest while the engine does not answer', function () {
   this.timeout(90_000);
-  // The test runs the worker itself, and stops it: then nothing takes the shard's update.
-  const platform = new TestPlatform(__filename, { worker: false });
+  // The test runs the worker itself, and stops it: then the shard's hand-overs wait in its
+  // history, and its backlog (two deliveries at most here) cannot be asked.
+  const platform = new TestPlatform(__filename, { worker: false, shardLimits: { maxBacklog: 2 } });
   const receiver = new ScriptedReceiver();
 
   before(async () => Promise.all([platform.start(), receiver.start()]));
   after(async () => Promise.all([platform.stop(), receiver.stop()]));
 
-  it('answers 503 with Retry-After within 2 s; the retry with the same eventId, once a worker is back, delivers once', async function () {
+  it('accepts up to the shard’s bound without a worker, then answers 503 with Retry-After within 2 s; the retry with the same eventId, once a worker is back, delivers once', async function () {
     const makeWorker = () =>
       createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
     // Installing needs the engine: a worker for that, then none.
@@ -29,13 +31,18 @@ describe('ingest while the engine does not answer', function () {
     worker.shutdown();
     await running;
 
-    const event = { ...spaceEvent(tenant.org, 'down'), eventId: `evt_down_${Date.now()}` };
+    // Durable in the shard's history: the engine's to deliver once a worker is back.
+    const [first, second, third] = idsOfOneShard(`down_${Date.now()}`, 3) as [string, string, string];
+    const early = [first, second].map((eventId) => ({ ...spaceEvent(tenant.org, 'down'), eventId }));
+    for (const accepted of early) assert.equal((await platform.admin('POST', '/v1/events', accepted)).status, 202);
+    const event = { ...spaceEvent(tenant.org, 'down'), eventId: third };
     const started = Date.now();
     const refused = await platform.admin('POST', '/v1/events', event);
     const elapsed = Date.now() - started;
     assert.equal(refused.status, 503);
     assert.equal(refused.headers.get('retry-after'), '1');
     assert.equal(refused.body.error, 'unavailable');
+    assert.match(refused.body.message, /holds 2 deliveries \(at most 2\)/);
     assert.ok(elapsed < 3000, `answered after ${elapsed} ms`);
     // Another API process has never seen the organization: asking the directory is bounded too.
     const fresh = await new TestPlatform(__filename, { worker: false, adminToken: platform.adminToken, databaseUrl: platform.databaseUrl }).start();
@@ -50,13 +57,16 @@ describe('ingest while the engine does not answer', function () {
     worker = await makeWorker();
     running = worker.run();
     try {
-      const accepted = await platform.admin('POST', '/v1/events', event);
-      assert.equal(accepted.status, 202);
+      // As a client does: again after Retry-After, until the shard has room.
+      const accepted = await waitFor(async () => {
+        const answer = await platform.admin('POST', '/v1/events', event);
+        return answer.status === 202 ? answer : undefined;
+      }, 15_000, 'the retry to be accepted');
       const delivery = await platform.finalDelivery(accepted.body.deliveries[0], tenant.token);
       assert.equal(delivery.status, 'delivered');
-      await waitFor(async () => (receiver.requests.length >= 1 ? true : undefined), 10_000, 'the delivery');
+      await waitFor(async () => (receiver.requests.length >= 3 ? true : undefined), 10_000, 'the deliveries');
       await new Promise((resolve) => setTimeout(resolve, 1500));
-      assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === event.eventId).length, 1);
+      for (const { eventId } of [...early, event]) assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1, eventId);
     } finally {
       worker.shutdown();
       await running;

@@ -8,7 +8,7 @@ import { DELIVERY_SHARDS, idsOfOneShard } from './support/settings';
 describe('a delivery shard hands over while a receiver hangs', function () {
   this.timeout(90_000);
   // Three updates a run: the shard hands over while the slow answer is still in flight.
-  const platform = new TestPlatform(__filename, { shardUpdatesPerRun: 3 });
+  const platform = new TestPlatform(__filename, { shardLimits: { handOversPerRun: 3 } });
   const slow = new ScriptedReceiver(() => ({ status: 200, delayMs: 6000 }));
   const fast = new ScriptedReceiver();
 

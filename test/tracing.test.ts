@@ -52,12 +52,12 @@ describe('traces from ingest to the receiver (OTLP)', function () {
     assert.equal(ingest.service, 'platform-test');
   });
 
-  it('the flush that carried it to its shard links to it, and its update reaches the workflow (client interceptor)', async function () {
+  it('the flush that carried it to its shard links to it, and its hand-over signal reaches the workflow (client interceptor)', async function () {
     const ingest = await one('the ingest span', 'ingest event', (span) => span.attributes['event.id'] === eventId);
     const flush = await one('the flush span', 'ingest flush', (span) => span.links.some((link) => link.spanId === ingest.spanId && link.traceId === ingest.traceId));
-    const update = await one('the update-with-start span', 'UpdateWithStartWorkflow:enqueue', (span) => span.parentSpanId === flush.spanId);
-    assert.equal(update.traceId, flush.traceId);
-    await one('the workflow’s update handler span', 'HandleUpdate:enqueue', (span) => span.traceId === update.traceId);
+    const signal = await one('the signal-with-start span', 'SignalWithStartWorkflow:deliveryShardWorkflow', (span) => span.parentSpanId === flush.spanId);
+    assert.equal(signal.traceId, flush.traceId);
+    await one('the workflow’s signal handler span', 'HandleSignal:hand-over', (span) => span.traceId === signal.traceId);
   });
 
   it('the attempt continues the event’s trace, linked to the batch activity the workflow started', async function () {

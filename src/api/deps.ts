@@ -5,7 +5,7 @@ import type { DestinationGuard } from '../net/destination-guard';
 import type { DeliveryLogStores } from '../delivery-log';
 import type { InstallationIndex } from '../delivery-log/installation-index';
 import { IngestService } from '../ingest/ingest-service';
-import { ShardClient } from '../ingest/shard-client';
+import { ShardClient, type ShardLimits } from '../ingest/shard-client';
 import { DeliveryService } from './delivery-service';
 import { KnownOrganizations } from './organizations';
 import { OAuthStates } from '../integrations/oauth-states';
@@ -28,8 +28,8 @@ export interface ApiSettings {
   runtime: IntegrationRuntime;
   /** PLATFORM_DELIVERY_SHARDS */
   deliveryShards: number;
-  /** Updates before a shard run hands over (tests make it small; the workflow's default otherwise). */
-  shardUpdatesPerRun?: number;
+  /** The delivery shards' limits (tests make them small; the defaults otherwise). */
+  shardLimits?: ShardLimits;
   logger: Logger;
   /** The embedded default trusts loopback callers of the codec endpoint (its own UI); production asks for the token. */
   codecTrustsLoopback: boolean;
@@ -38,7 +38,7 @@ export interface ApiSettings {
 }
 
 /** What routes use: the settings and the services built from them. */
-export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'shardUpdatesPerRun' | 'encryptionKey'> {
+export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'shardLimits' | 'encryptionKey'> {
   codec: EncryptionCodec;
   installationTokens: InstallationTokens;
   installations: InstallationIndex;
@@ -49,8 +49,8 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
 }
 
 /** The one place the API's services are wired together. */
-export function buildApiDeps({ stores, deliveryShards, shardUpdatesPerRun, encryptionKey, ...settings }: ApiSettings): ApiDeps {
-  const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards, shardUpdatesPerRun));
+export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKey, ...settings }: ApiSettings): ApiDeps {
+  const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards, shardLimits));
   return {
     ...settings,
     codec: new EncryptionCodec(encryptionKey),

@@ -4,6 +4,7 @@ import type { Context, Next } from 'koa';
 import type { FieldIssue } from '../integrations/configuration';
 import { FailureType } from '../workflows/errors';
 import type { Logger } from '../logger';
+import { ShardBusyError } from '../ingest/shard-client';
 
 /** An error whose message the client may see (DESIGN.md §4 body); anything else is a plain 500. */
 export class ApiError extends Error {
@@ -61,6 +62,7 @@ export function fromTemporal(err: unknown): unknown {
  * away) means "not known to be accepted", so the client retries with the same eventId.
  */
 export function fromEngine(err: unknown): unknown {
+  if (err instanceof ShardBusyError) return unavailable(err.message, err);
   const mapped = fromTemporal(err);
   if (mapped instanceof ApiError) return mapped;
   return unavailable('the event is not known to be accepted: retry it with the same eventId', err);

@@ -1,20 +1,46 @@
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
-import { deliveryShardWorkflow, enqueueUpdate, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { backlogQuery, deliveryShardWorkflow, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
 
 /** How long ingest waits for the engine before answering 503 (with what follows, within 2 s). */
 export const ENGINE_DEADLINE_MS = 1500;
+/** How old a shard's backlog figure may grow before it is asked again (in the background while under the bound). */
+const BACKLOG_REFRESH_MS = 500;
+
+/** Limits of the delivery shards; tests make them small. */
+export interface ShardLimits {
+  /** Hand-overs before a shard run continues as new (the workflow's default unless set). */
+  handOversPerRun?: number;
+  /** Deliveries a shard may hold before ingest answers 503 (MAX_BACKLOG unless set). */
+  maxBacklog?: number;
+}
+
+/** A shard holds as many deliveries as it may: the caller answers 503 with Retry-After. */
+export class ShardBusyError extends Error {}
+
+/** What this process knows of a shard's backlog: its last answer, and what was handed over since it was asked. */
+interface Backlog {
+  held: number;
+  sentSince: number;
+  askedAt: number;
+  asking?: Promise<void>;
+}
 
 /**
- * Hands deliveries to their shard workflow (started on first use), with a deadline: an
- * engine that does not answer in time is unavailable, and the caller says so (503).
+ * Hands deliveries to their shard workflow (started on first use) as signals, with a
+ * deadline: an engine that does not answer in time is unavailable, and the caller says so
+ * (503). A signal cannot be refused by the workflow, so the bound on what a shard holds is
+ * kept here: from the shard's backlog (queried at most twice a second) plus what this
+ * process handed over since. Several API processes may overshoot it together by what each
+ * hands over in half a second; the bound leaves room for that.
  */
 export class ShardClient {
+  private readonly backlogs = new Map<number, Backlog>();
+
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
     readonly shards: number,
-    /** Updates before a shard run hands over; the workflow's default unless set (tests make it small). */
-    private readonly updatesPerRun?: number,
+    private readonly limits: ShardLimits = {},
   ) {}
 
   shardOf(eventId: string): number {
@@ -23,16 +49,54 @@ export class ShardClient {
 
   async enqueue(shard: number, items: ShardItem[]): Promise<void> {
     if (items.length === 0) return;
+    await this.admit(shard, items.length);
     await this.client.withDeadline(Date.now() + ENGINE_DEADLINE_MS, () =>
-      this.client.workflow.executeUpdateWithStart(enqueueUpdate, {
-        args: [items],
-        startWorkflowOperation: new WithStartWorkflowOperation(deliveryShardWorkflow, {
-          workflowId: shardWorkflowId(shard),
-          taskQueue: this.taskQueue,
-          args: [{ shard, ...(this.updatesPerRun && { updatesPerRun: this.updatesPerRun }) }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-        }),
+      this.client.workflow.signalWithStart(deliveryShardWorkflow, {
+        workflowId: shardWorkflowId(shard),
+        taskQueue: this.taskQueue,
+        args: [{ shard, ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],
+        signal: handOverSignal,
+        signalArgs: [items],
       }),
     );
+    this.backlogOf(shard).sentSince += items.length;
+  }
+
+  /** Refuses a hand-over past the bound, once a fresh answer of the shard confirms it. */
+  private async admit(shard: number, count: number): Promise<void> {
+    const backlog = this.backlogOf(shard);
+    const max = this.limits.maxBacklog ?? MAX_BACKLOG;
+    const over = () => backlog.held + backlog.sentSince + count > max;
+    if (!over()) {
+      if (performance.now() - backlog.askedAt > BACKLOG_REFRESH_MS) void this.ask(shard, backlog);
+      return;
+    }
+    await this.ask(shard, backlog);
+    if (over()) throw new ShardBusyError(`delivery shard ${shard} holds ${backlog.held + backlog.sentSince} deliveries (at most ${max}); try again shortly`);
+  }
+
+  /** Asks the shard how many deliveries it holds; one question at a time, and no answer keeps the last figure. */
+  private ask(shard: number, backlog: Backlog): Promise<void> {
+    backlog.asking ??= (async () => {
+      const sentBefore = backlog.sentSince;
+      try {
+        backlog.held = await this.client
+          .withDeadline(Date.now() + ENGINE_DEADLINE_MS, () => this.client.workflow.getHandle(shardWorkflowId(shard)).query(backlogQuery))
+          .catch((err) => (err instanceof WorkflowNotFoundError ? 0 : Promise.reject(err)));
+        backlog.sentSince -= sentBefore;
+      } catch {
+        // No answer in time: what was handed over since still counts.
+      } finally {
+        backlog.askedAt = performance.now();
+        backlog.asking = undefined;
+      }
+    })();
+    return backlog.asking;
+  }
+
+  private backlogOf(shard: number): Backlog {
+    let backlog = this.backlogs.get(shard);
+    if (!backlog) this.backlogs.set(shard, (backlog = { held: 0, sentSince: 0, askedAt: -Infinity }));
+    return backlog;
   }
 }

@@ -22,9 +22,11 @@ export interface ShardInput {
   shard: number;
   /** Carried across continue-as-new: waiting, not yet attempted, and still in flight. */
   entries?: ShardEntry[];
-  /** Updates before a run hands over (default 1,500; the server allows 2,000). */
-  updatesPerRun?: number;
+  /** Hand-overs (signals, or updates in runs before them) before a run continues as new (default 1,500). */
+  handOversPerRun?: number;
 }
+
+const isShardItem = (item: ShardItem | undefined): boolean => typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string');
 
 export const shardWorkflowId = (shard: number): string => `delivery-shard/${shard}`;
 
@@ -35,17 +37,32 @@ export function shardOf(eventId: string, shards: number): number {
   return hash % shards;
 }
 
-/** Hands deliveries to the shard; answers once they are in its durable state. */
+/**
+ * Hands deliveries to the shard. A signal is durable once the server has written it, so
+ * ingest answers without waiting for a workflow task of the shard (an update waited for
+ * one, queued behind the shard's activity completions: about 29 ms).
+ */
+export const handOverSignal = wf.defineSignal<[ShardItem[]]>('hand-over');
+/** How runs before the signal took deliveries: kept so that their histories still replay. */
 export const enqueueUpdate = wf.defineUpdate<number, [ShardItem[]]>('enqueue');
 /** Deliveries queued, waiting or in flight, for operators and tests. */
 export const backlogQuery = wf.defineQuery<number>('backlog');
 
-/** Past this many entries the shard refuses more (the API answers 503 Retry-After). */
+/**
+ * Past this many entries the API refuses more (503 Retry-After): what continue-as-new
+ * carries must stay well under Temporal's 2 MB payload limit (about 100 bytes an entry).
+ */
 export const MAX_BACKLOG = 10_000;
 /** Deliveries per attempt batch (one activity). */
 const BATCH = 100;
-/** The server allows 2,000 updates per run; hand over well before. */
-const UPDATES_PER_RUN = 1500;
+/** Hand-overs per run: a bounded history (and, for updates, under the server's 2,000 per run). */
+const HAND_OVERS_PER_RUN = 1500;
+/**
+ * Batches in flight per lane. A lane with one in flight starts another only when it has a
+ * full batch: one busy installation is not held to one batch per round trip, and a
+ * receiver that hangs holds a few slots, not the shard.
+ */
+const LANE_BATCHES = 4;
 /** How long a handover waits for the batches in flight before it carries them over. */
 const HANDOVER_WAIT_MS = 1000;
 /**
@@ -72,7 +89,7 @@ const { failDeliveries } = wf.proxyActivities<ReturnType<typeof createActivities
 
 /**
  * A long-lived delivery shard (DESIGN.md §2): the API hands it deliveries in batches
- * (updates, one in flight per shard from each API process); it attempts them in batches of
+ * (signals, one in flight per shard from each API process); it attempts them in batches of
  * one installation each, so a slow receiver holds back only its own deliveries; it waits
  * out retries on one durable timer for the earliest due; and it continues as new with what
  * is left when its history grows.
@@ -93,9 +110,11 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const ready = new Map<string, ShardEntry[]>();
   /** Retries waiting for their time. */
   let waiting: ShardEntry[] = [];
-  /** Lanes with a batch in flight. */
-  const busyLanes = new Set<string>();
-  let updates = 0;
+  // Runs started before lanes took more than one batch in flight replay as they ran.
+  const pipelined = wf.patched('lane-pipeline');
+  /** Batches in flight per lane. */
+  const laneFlights = new Map<string, number>();
+  let handOvers = 0;
   let changed = false;
 
   const makeReady = (entry: ShardEntry) => {
@@ -111,25 +130,29 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   };
   for (const entry of input.entries ?? []) add(entry);
 
-  wf.setHandler(
-    enqueueUpdate,
-    (items) => {
-      updates += 1;
-      let added = 0;
-      for (const item of items) {
-        if (known.has(item.id)) continue;
-        add({ id: item.id, installationId: item.installationId, ...(item.trace && { trace: item.trace }), attempt: 1, dueAt: 0 });
-        added += 1;
-      }
-      return added;
+  /** Takes what is new of a hand-over (a delivery handed over twice is attempted once); answers how many. */
+  const accept = (items: ShardItem[]): number => {
+    handOvers += 1;
+    let added = 0;
+    for (const item of items) {
+      if (known.has(item.id)) continue;
+      add({ id: item.id, installationId: item.installationId, ...(item.trace && { trace: item.trace }), attempt: 1, dueAt: 0 });
+      added += 1;
+    }
+    return added;
+  };
+  wf.setHandler(handOverSignal, (items) => {
+    // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.
+    const wellFormed = Array.isArray(items) ? items.filter(isShardItem) : [];
+    if (wellFormed.length !== (Array.isArray(items) ? items.length : 1)) wf.log.warn('hand-over: malformed items left out', { shard: input.shard });
+    accept(wellFormed);
+  });
+  wf.setHandler(enqueueUpdate, accept, {
+    validator: (items) => {
+      if (!Array.isArray(items) || !items.every(isShardItem)) throw invalid('enqueue takes [{id, installationId, trace?}]');
+      if (known.size + items.length > MAX_BACKLOG) throw busy(`delivery shard ${input.shard} holds ${known.size} deliveries; try again shortly`);
     },
-    {
-      validator: (items) => {
-        if (!Array.isArray(items) || items.some((item) => typeof item?.id !== 'string' || typeof item?.installationId !== 'string' || (item.trace !== undefined && typeof item.trace !== 'string'))) throw invalid('enqueue takes [{id, installationId, trace?}]');
-        if (known.size + items.length > MAX_BACKLOG) throw busy(`delivery shard ${input.shard} holds ${known.size} deliveries; try again shortly`);
-      },
-    },
-  );
+  });
   wf.setHandler(backlogQuery, () => known.size);
 
   function settle(entries: ShardEntry[], results: AttemptBatchResult[]): void {
@@ -145,7 +168,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const flying = new Map<number, { entries: ShardEntry[]; startedAt: number }>();
   let batches = 0;
   async function attempt(lane: string, entries: ShardEntry[]): Promise<void> {
-    busyLanes.add(lane);
+    laneFlights.set(lane, (laneFlights.get(lane) ?? 0) + 1);
     const batch = ++batches;
     flying.set(batch, { entries, startedAt: Date.now() });
     try {
@@ -157,13 +180,15 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
       await failDeliveries(entries.map((entry) => entry.id), `platform_error: ${message}`);
       settle(entries, []);
     } finally {
-      busyLanes.delete(lane);
+      const left = laneFlights.get(lane)! - 1;
+      if (left) laneFlights.set(lane, left);
+      else laneFlights.delete(lane);
       flying.delete(batch);
       changed = true;
     }
   }
 
-  const handOver = () => updates >= (input.updatesPerRun ?? UPDATES_PER_RUN) || wf.workflowInfo().continueAsNewSuggested;
+  const handOver = () => handOvers >= (input.handOversPerRun ?? HAND_OVERS_PER_RUN) || wf.workflowInfo().continueAsNewSuggested;
   /**
    * When the handover began. It waits for the batches in flight (their results settle
    * retries) for a second at most: a receiver that hangs must not stop the whole shard.
@@ -181,11 +206,11 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     if (!draining) {
       for (const [lane, entries] of ready) {
         if (lanes && flying.size >= MAX_BATCHES_IN_FLIGHT) break;
-        if (busyLanes.has(lane)) continue;
+        const inFlight = laneFlights.get(lane) ?? 0;
+        if (inFlight && (!pipelined || inFlight >= LANE_BATCHES || entries.length < BATCH)) continue;
         const batch = entries.splice(0, BATCH);
         if (entries.length === 0 || lanes) ready.delete(lane);
-        // What is left goes to the back (visited again below, but busy now): under the cap,
-        // lanes take turns.
+        // What is left goes to the back (visited again below): under the cap, lanes take turns.
         if (entries.length && lanes) ready.set(lane, entries);
         void attempt(lane, batch);
       }
@@ -204,5 +229,5 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   await wf.condition(wf.allHandlersFinished);
   const carried = [...flying.values()].flatMap(({ entries, startedAt }) => entries.map((entry) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
   const entries = [...[...ready.values()].flat(), ...waiting, ...carried];
-  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.updatesPerRun && { updatesPerRun: input.updatesPerRun }) });
+  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }) });
 }

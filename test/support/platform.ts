@@ -1,3 +1,4 @@
+import type { ShardLimits } from '../../src/ingest/shard-client';
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
@@ -32,8 +33,8 @@ export interface TestPlatformOptions {
   adminToken?: string;
   /** `host:port` pairs integration code may reach (PLATFORM_EGRESS_ALLOW). */
   egressAllow?: string[];
-  /** Updates before a delivery shard run hands over to the next. */
-  shardUpdatesPerRun?: number;
+  /** The delivery shards' limits (hand-overs per run, backlog). */
+  shardLimits?: ShardLimits;
   /** `nowhere`: webhooks and integration code reach no destination at all (fuzzing). */
   outbound?: 'nowhere';
   /** The delivery log: a fresh SQLite file (default), a fresh PostgreSQL database, or another platform's (`databaseUrl`). */
@@ -90,7 +91,7 @@ export class TestPlatform {
     this.isolates = pool;
     this.runtime = runtime;
     if (this.options.worker !== false) {
-      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs, tracing: this.options.tracing, shardUpdatesPerRun: this.options.shardUpdatesPerRun });
+      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs, tracing: this.options.tracing, shardLimits: this.options.shardLimits });
       this.workerRun = this.worker.run();
     }
     this.api = await startApi(
@@ -104,7 +105,7 @@ export class TestPlatform {
         stores: this.stores,
         runtime,
         deliveryShards: DELIVERY_SHARDS,
-        shardUpdatesPerRun: this.options.shardUpdatesPerRun,
+        shardLimits: this.options.shardLimits,
         logger,
         codecTrustsLoopback: true,
         codecCorsOrigins: [],

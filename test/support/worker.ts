@@ -1,3 +1,4 @@
+import type { ShardLimits } from '../../src/ingest/shard-client';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
@@ -26,7 +27,7 @@ export interface TestWorkerOptions {
   attemptTimeoutMs?: number;
   /** Workflow and activity spans too, with a bundle that carries the workflow interceptors. */
   tracing?: Tracing;
-  shardUpdatesPerRun?: number;
+  shardLimits?: ShardLimits;
 }
 
 /** The one way tests build a worker: the run's dev server and workflow bundle, the test platform's shards. */
@@ -44,7 +45,7 @@ export async function createTestWorker(options: TestWorkerOptions): Promise<Work
     runtime: options.runtime,
     baseUrl: options.baseUrl,
     deliveryShards: DELIVERY_SHARDS,
-    shardUpdatesPerRun: options.shardUpdatesPerRun,
+    shardLimits: options.shardLimits,
     webhookGuard: options.webhookGuard ?? webhookGuard(true, options.platformPorts),
     retentionDays: 30,
     logger: options.logger,
