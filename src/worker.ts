@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import { connectClient, dataConverter } from './temporal/client';
 import type { DeliveryLogStores } from './delivery-log';
 import { ShardClient, type ShardLimits } from './ingest/shard-client';
+import { IngestService } from './ingest/ingest-service';
 import { createIntegrationRuntime } from './isolates';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { stopOnSignals } from './lifecycle';
@@ -15,7 +16,7 @@ import { serveMetrics } from './metrics/server';
 import { startTracing, type Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
 
-export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'shards'> {
+export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'ingest'> {
   address: string;
   namespace: string;
   taskQueue: string;
@@ -41,7 +42,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     taskQueue: options.taskQueue,
     dataConverter: dataConverter(options.encryptionKey),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, shards: new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits) }),
+    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) }),
     // Attempt batches wait on receivers: many may be in flight at once.
     maxConcurrentActivityTaskExecutions: 200,
     // A drain waits this long for tasks in flight (attempts are idempotent; a cut batch runs again).

@@ -92,6 +92,28 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('takes hand-overs for its epoch, then completes once what it took is final (a retry due after the epoch keeps it open)', async function () {
+    const attempts: string[] = [];
+    const worker = await standIn(async (input) => {
+      attempts.push(...input.entries.map((entry) => `${entry.id}#${entry.attempt}`));
+      return input.entries.map((entry) => (entry.id === 'evt_2:ins_a' && entry.attempt === 1 ? { id: entry.id, status: 'pending', retryInMs: 3500 } : { id: entry.id, status: 'delivered' }));
+    });
+    try {
+      const started = Date.now();
+      const input: ShardInput = { shard: 0, epochEndsAt: started + 500 };
+      const handle = await client.workflow.signalWithStart(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/epoch-${worker.taskQueue}`, args: [input], signal: handOverSignal, signalArgs: [[{ id: 'evt_1:ins_a', installationId: 'ins_a' }, { id: 'evt_2:ins_a', installationId: 'ins_a' }]] });
+      await waitFor(async () => (attempts.length === 2 ? true : undefined), 10_000, 'the first attempts');
+      // Past the epoch and its 2 s grace, the retry still waits: the workflow stays open for it.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 3000 - Date.now())));
+      assert.equal((await handle.describe()).status.name, 'RUNNING');
+      await waitFor(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 10_000, 'the workflow to complete');
+      assert.deepEqual(attempts, ['evt_1:ins_a#1', 'evt_2:ins_a#1', 'evt_2:ins_a#2']);
+      assert.equal((await handle.fetchHistory()).events!.filter((event) => event.workflowExecutionContinuedAsNewEventAttributes).length, 0, 'no continue-as-new');
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('hands over to the next run within a second while a batch hangs, and carries that batch over to be attempted after its time', async function () {
     const attempted: string[] = [];
     let release!: () => void;

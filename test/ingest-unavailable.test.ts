@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createLogger } from '../src/logger';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-import { idsOfOneShard } from './support/settings';
+import { idsOfOneShard, WHOLE_RUN_EPOCH_MS } from './support/settings';
 import { createTestWorker } from './support/worker';
 import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../src/workflows/directory';
 
@@ -10,7 +10,7 @@ describe('ingest while the engine does not answer', function () {
   this.timeout(90_000);
   // The test runs the worker itself, and stops it: then the shard's hand-overs wait in its
   // history, and its backlog (two deliveries at most here) cannot be asked.
-  const platform = new TestPlatform(__filename, { worker: false, shardLimits: { maxBacklog: 2 } });
+  const platform = new TestPlatform(__filename, { worker: false, shardLimits: { maxBacklog: 2, epochMs: WHOLE_RUN_EPOCH_MS } });
   const receiver = new ScriptedReceiver();
 
   before(async () => Promise.all([platform.start(), receiver.start()]));

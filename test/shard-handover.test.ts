@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
-import { shardOf, shardWorkflowId } from '../src/workflows/delivery-shard';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-import { DELIVERY_SHARDS, idsOfOneShard } from './support/settings';
+import { idsOfOneShard, WHOLE_RUN_EPOCH_MS, wholeRunShardWorkflowId } from './support/settings';
 
 /** A shard's handover to its next run, through the real API, worker and receivers. */
 describe('a delivery shard hands over while a receiver hangs', function () {
   this.timeout(90_000);
-  // Three updates a run: the shard hands over while the slow answer is still in flight.
-  const platform = new TestPlatform(__filename, { shardLimits: { handOversPerRun: 3 } });
+  // Three hand-overs a run: the shard hands over while the slow answer is still in flight.
+  const platform = new TestPlatform(__filename, { shardLimits: { handOversPerRun: 3, epochMs: WHOLE_RUN_EPOCH_MS } });
   const slow = new ScriptedReceiver(() => ({ status: 200, delayMs: 6000 }));
   const fast = new ScriptedReceiver();
 
@@ -20,12 +19,12 @@ describe('a delivery shard hands over while a receiver hangs', function () {
     await platform.webhook(tenant.token, { org: tenant.org, space: 'slow' }, slow.url, { space_content_updated: true });
     await platform.webhook(tenant.token, { org: tenant.org, space: 'fast' }, fast.url, { space_content_updated: true });
     const [hanging, ...quick] = idsOfOneShard(`handover_${tenant.org}`, 7);
-    const shard = platform.client.workflow.getHandle(shardWorkflowId(shardOf(hanging!, DELIVERY_SHARDS)));
+    const shard = platform.client.workflow.getHandle(wholeRunShardWorkflowId(hanging!));
 
     const stuck = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'slow', { eventId: hanging }));
     await waitFor(async () => slow.requests.length || undefined, 10_000, 'the slow attempt');
     const firstRun = (await shard.describe()).runId;
-    // Each of these is one more update: the run's third starts its handover.
+    // Each of these is one more hand-over: the run's third starts its handover.
     const latencies: number[] = [];
     for (const eventId of quick) {
       const sent = performance.now();

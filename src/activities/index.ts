@@ -1,6 +1,6 @@
-import type { InstallationProjection } from '../delivery-log/types';
+import type { InstallationProjection, NewEvent } from '../delivery-log/types';
 import { deliveryId } from '../ids';
-import type { ShardClient } from '../ingest/shard-client';
+import type { IngestService } from '../ingest/ingest-service';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
 
 /** What installation workflows hand to dispatchInstallationEvents. */
@@ -14,8 +14,8 @@ export interface PlatformEvent {
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export interface ActivityDependencies extends AttemptBatchDependencies {
-  /** Hands the platform's own events (installation_setup) to the delivery shards. */
-  shards: ShardClient;
+  /** Records the platform's own events (installation_setup) and hands them to the delivery shards. */
+  ingest: IngestService;
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
   retentionDays: number;
 }
@@ -41,16 +41,18 @@ export function createActivities(deps: ActivityDependencies) {
      * ids are the installation's and its revision's, so a retried activity records nothing twice.
      */
     async dispatchInstallationEvents(installation: { id: string; org: string }, events: PlatformEvent[]): Promise<void> {
-      const recorded = await deps.log.recordEvents(
-        events.map((event) => ({
+      const byShard = new Map<number, NewEvent[]>();
+      for (const event of events) {
+        const shard = deps.ingest.shardOf(event.eventId);
+        const planned: NewEvent = {
           eventId: event.eventId,
           organizationId: installation.org,
           eventType: event.type,
           deliveries: [{ id: deliveryId(event.eventId, installation.id), eventId: event.eventId, installationId: installation.id, organizationId: installation.org, eventType: event.type, body: JSON.stringify(event) }],
-        })),
-      );
-      const pending = [...recorded.values()].flatMap((record) => record.deliveryIds);
-      for (const id of pending) await deps.shards.enqueue(deps.shards.shardOf(id.split(':')[0]!), [{ id, installationId: installation.id }]);
+        };
+        byShard.set(shard, [...(byShard.get(shard) ?? []), planned]);
+      }
+      for (const [shard, planned] of byShard) await deps.ingest.commit(shard, planned);
     },
 
     /** Deletes what is past retention, in bounded steps; returns how many deliveries went. */

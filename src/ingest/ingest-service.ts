@@ -1,6 +1,6 @@
 import type { DeliveryLog } from '../delivery-log/delivery-log';
 import type { InstallationIndex } from '../delivery-log/installation-index';
-import type { NewEvent } from '../delivery-log/types';
+import type { EventRecord, NewEvent } from '../delivery-log/types';
 import { newEventId } from '../ids';
 import type { IngestedEvent } from '../webhooks/events';
 import type { ShardItem } from '../workflows/delivery-shard';
@@ -50,10 +50,15 @@ export class IngestService {
     return answer;
   }
 
+  /** The shard an event's deliveries go to. */
+  shardOf(eventId: string): number {
+    return this.shards.shardOf(eventId);
+  }
+
   /** Hands one more delivery of a recorded event (a replay) to its shard. */
   async enqueue(delivery: ShardItem & { eventId: string }): Promise<void> {
     const trace = activeTraceparent();
-    await this.shards.enqueue(this.shards.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) }]);
+    await this.shards.enqueue(this.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) }]);
   }
 
   /** One flush carries many events: its span starts a trace of its own, linked to each event's. */
@@ -65,27 +70,39 @@ export class IngestService {
   private async record(shard: number, events: Submitted[]): Promise<IngestAnswer[]> {
     const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
     const planned = new Map<string, NewEvent>();
-    const traces = new Map(events.map((event) => [event.eventId, event.trace]));
     for (const event of events) {
       if (planned.has(event.eventId)) continue;
       planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
     }
-    const records = await this.log.recordEvents([...planned.values()]);
-    for (const record of records.values()) {
-      if (!record.fresh) continue;
-      for (const delivery of planned.get(record.eventId)!.deliveries) if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType });
-    }
+    const records = await this.commit(shard, [...planned.values()], new Map(events.map((event) => [event.eventId, event.trace])));
+    return events.map((event) => ({ eventId: event.eventId, deliveries: records.get(event.eventId)!.deliveryIds }));
+  }
+
+  /**
+   * Records events with their planned deliveries and hands what they have to deliver to
+   * the shard: the one path from "planned" to "the engine's", for ingest and for the
+   * platform's own events. An event recorded earlier has what is still pending handed over
+   * again (the engine may never have had it, if that ingest answered 503); a shard skips
+   * ids it holds, a batch skips finished ones.
+   */
+  async commit(shard: number, events: NewEvent[], traces = new Map<string, string | undefined>()): Promise<Map<string, EventRecord>> {
+    const planned = new Map(events.map((event) => [event.eventId, event]));
+    const records = await this.log.recordEvents(events);
     const handOver: ShardItem[] = [];
     const earlier: string[] = [];
     for (const record of records.values()) {
+      if (!record.fresh) {
+        earlier.push(record.eventId);
+        continue;
+      }
       const trace = traces.get(record.eventId);
-      if (record.fresh) handOver.push(...planned.get(record.eventId)!.deliveries.filter((d) => !d.skipReason).map((d) => ({ id: d.id, installationId: d.installationId, ...(trace && { trace }) })));
-      else earlier.push(record.eventId);
+      for (const delivery of planned.get(record.eventId)!.deliveries) {
+        if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType });
+        else handOver.push({ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) });
+      }
     }
-    // Recorded earlier: what is still pending is handed over again (the engine may never have
-    // had it, if that ingest answered 503); a shard skips ids it holds, a batch skips finished ones.
     if (earlier.length) handOver.push(...(await this.log.pendingOf(earlier)).map(({ id, installationId }) => ({ id, installationId })));
     await this.shards.enqueue(shard, handOver);
-    return events.map((event) => ({ eventId: event.eventId, deliveries: records.get(event.eventId)!.deliveryIds }));
+    return records;
   }
 }

@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { backlogQuery, deliveryShardWorkflow, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
+import { backlogQuery, deliveryShardWorkflow, EPOCH_MS, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
 
 /** How long ingest waits for the engine before answering 503 (with what follows, within 2 s). */
 export const ENGINE_DEADLINE_MS = 1500;
@@ -10,15 +10,18 @@ const BACKLOG_REFRESH_MS = 500;
 export interface ShardLimits {
   /** Hand-overs before a shard run continues as new (the workflow's default unless set). */
   handOversPerRun?: number;
-  /** Deliveries a shard may hold before ingest answers 503 (MAX_BACKLOG unless set). */
+  /** Deliveries a shard's workflow may hold before ingest answers 503 (MAX_BACKLOG unless set). */
   maxBacklog?: number;
+  /** How long each shard workflow takes hand-overs (EPOCH_MS unless set). */
+  epochMs?: number;
 }
 
 /** A shard holds as many deliveries as it may: the caller answers 503 with Retry-After. */
 export class ShardBusyError extends Error {}
 
-/** What this process knows of a shard's backlog: its last answer, and what was handed over since it was asked. */
+/** What this process knows of a shard workflow's backlog: its last answer, and what was handed over since it was asked. */
 interface Backlog {
+  epoch: number;
   held: number;
   sentSince: number;
   askedAt: number;
@@ -26,12 +29,12 @@ interface Backlog {
 }
 
 /**
- * Hands deliveries to their shard workflow (started on first use) as signals, with a
- * deadline: an engine that does not answer in time is unavailable, and the caller says so
- * (503). A signal cannot be refused by the workflow, so the bound on what a shard holds is
- * kept here: from the shard's backlog (queried at most twice a second) plus what this
- * process handed over since. Several API processes may overshoot it together by what each
- * hands over in half a second; the bound leaves room for that.
+ * Hands deliveries to their shard's workflow of the current epoch (started on first use)
+ * as signals, with a deadline: an engine that does not answer in time is unavailable, and
+ * the caller says so (503). A signal cannot be refused by the workflow, so the bound on
+ * what a shard workflow holds is kept here: from its backlog (queried at most twice a
+ * second) plus what this process handed over since. Several API processes may overshoot
+ * it together by what each hands over in half a second; the bound leaves room for that.
  */
 export class ShardClient {
   private readonly backlogs = new Map<number, Backlog>();
@@ -49,22 +52,23 @@ export class ShardClient {
 
   async enqueue(shard: number, items: ShardItem[]): Promise<void> {
     if (items.length === 0) return;
-    await this.admit(shard, items.length);
+    const epochMs = this.limits.epochMs ?? EPOCH_MS;
+    const backlog = this.backlogOf(shard, Math.floor(Date.now() / epochMs));
+    await this.admit(shard, backlog, items.length);
     await this.client.withDeadline(Date.now() + ENGINE_DEADLINE_MS, () =>
       this.client.workflow.signalWithStart(deliveryShardWorkflow, {
-        workflowId: shardWorkflowId(shard),
+        workflowId: shardWorkflowId(shard, backlog.epoch),
         taskQueue: this.taskQueue,
-        args: [{ shard, ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],
+        args: [{ shard, epochEndsAt: (backlog.epoch + 1) * epochMs, ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],
         signal: handOverSignal,
         signalArgs: [items],
       }),
     );
-    this.backlogOf(shard).sentSince += items.length;
+    backlog.sentSince += items.length;
   }
 
   /** Refuses a hand-over past the bound, once a fresh answer of the shard confirms it. */
-  private async admit(shard: number, count: number): Promise<void> {
-    const backlog = this.backlogOf(shard);
+  private async admit(shard: number, backlog: Backlog, count: number): Promise<void> {
     const max = this.limits.maxBacklog ?? MAX_BACKLOG;
     const over = () => backlog.held + backlog.sentSince + count > max;
     if (!over()) {
@@ -81,7 +85,7 @@ export class ShardClient {
       const sentBefore = backlog.sentSince;
       try {
         backlog.held = await this.client
-          .withDeadline(Date.now() + ENGINE_DEADLINE_MS, () => this.client.workflow.getHandle(shardWorkflowId(shard)).query(backlogQuery))
+          .withDeadline(Date.now() + ENGINE_DEADLINE_MS, () => this.client.workflow.getHandle(shardWorkflowId(shard, backlog.epoch)).query(backlogQuery))
           .catch((err) => (err instanceof WorkflowNotFoundError ? 0 : Promise.reject(err)));
         backlog.sentSince -= sentBefore;
       } catch {
@@ -94,9 +98,10 @@ export class ShardClient {
     return backlog.asking;
   }
 
-  private backlogOf(shard: number): Backlog {
+  /** The shard's figures for this epoch: a new epoch's workflow starts with nothing. */
+  private backlogOf(shard: number, epoch: number): Backlog {
     let backlog = this.backlogs.get(shard);
-    if (!backlog) this.backlogs.set(shard, (backlog = { held: 0, sentSince: 0, askedAt: -Infinity }));
+    if (backlog?.epoch !== epoch) this.backlogs.set(shard, (backlog = { epoch, held: 0, sentSince: 0, askedAt: -Infinity }));
     return backlog;
   }
 }

@@ -20,6 +20,13 @@ export interface ShardEntry extends ShardItem {
 
 export interface ShardInput {
   shard: number;
+  /**
+   * When the epoch whose hand-overs this workflow takes ends (ms since 1970). Ingest hands
+   * over to its shard's workflow of the current epoch, so once the epoch and a grace for
+   * late senders are over nothing more comes, and the run completes once it holds nothing:
+   * no continue-as-new races a signal. Absent in runs from before epochs (one workflow a shard).
+   */
+  epochEndsAt?: number;
   /** Carried across continue-as-new: waiting, not yet attempted, and still in flight. */
   entries?: ShardEntry[];
   /** Hand-overs (signals, or updates in runs before them) before a run continues as new (default 1,500). */
@@ -28,7 +35,15 @@ export interface ShardInput {
 
 const isShardItem = (item: ShardItem | undefined): boolean => typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string');
 
-export const shardWorkflowId = (shard: number): string => `delivery-shard/${shard}`;
+/** A shard's workflow of one epoch (ingest's), or of all time (runs from before epochs). */
+export const shardWorkflowId = (shard: number, epoch?: number): string => (epoch === undefined ? `delivery-shard/${shard}` : `delivery-shard/${shard}/${epoch}`);
+
+/** How long a shard workflow takes hand-overs. */
+export const EPOCH_MS = 5000;
+/** How long after its epoch a shard workflow stays open for hand-overs sent late (the API's deadline is 1.5 s). */
+const EPOCH_GRACE_MS = 2000;
+/** An epoch's workflow continues as new past this many history events (the server warns at 10,240). */
+const MAX_EPOCH_HISTORY = 10_000;
 
 /** The shard an event's deliveries go to: FNV-1a of its id, so any API process agrees. */
 export function shardOf(eventId: string, shards: number): number {
@@ -188,7 +203,12 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     }
   }
 
-  const handOver = () => handOvers >= (input.handOversPerRun ?? HAND_OVERS_PER_RUN) || wf.workflowInfo().continueAsNewSuggested;
+  const closesAt = input.epochEndsAt === undefined ? Infinity : input.epochEndsAt + EPOCH_GRACE_MS;
+  // An epoch's run continues as new only when its history is long (the server suggests it
+  // at 4,096 events, 5 s at 100 events/s): what it holds goes over, and a hand-over
+  // arriving as it does makes the server refuse it and the worker replay the run.
+  const historyLong = () => (input.epochEndsAt === undefined ? wf.workflowInfo().continueAsNewSuggested : wf.workflowInfo().historyLength >= MAX_EPOCH_HISTORY);
+  const handOver = () => handOvers >= (input.handOversPerRun ?? HAND_OVERS_PER_RUN) || historyLong();
   /**
    * When the handover began. It waits for the batches in flight (their results settle
    * retries) for a second at most: a receiver that hangs must not stop the whole shard.
@@ -197,6 +217,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   for (;;) {
     changed = false;
     const now = Date.now();
+    if (now >= closesAt && known.size === 0) break;
     const due = waiting.filter((entry) => entry.dueAt <= now);
     if (due.length) {
       waiting = waiting.filter((entry) => entry.dueAt > now);
@@ -220,6 +241,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     }
     const deadlines = waiting.map((entry) => entry.dueAt);
     if (drainingSince !== undefined && lanes) deadlines.push(drainingSince + HANDOVER_WAIT_MS);
+    if (now < closesAt) deadlines.push(closesAt);
     const next = Math.min(...deadlines);
     if (Number.isFinite(next)) await wf.condition(() => changed, Math.max(1, next - Date.now()));
     else await wf.condition(() => changed);
@@ -227,7 +249,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   // No update may be left half handled; what is queued, waiting or still in flight goes to
   // the next run (what is in flight after the time it needs to end).
   await wf.condition(wf.allHandlersFinished);
+  // The epoch is over and all it took is final.
+  if (known.size === 0 && Date.now() >= closesAt) return;
   const carried = [...flying.values()].flatMap(({ entries, startedAt }) => entries.map((entry) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
   const entries = [...[...ready.values()].flat(), ...waiting, ...carried];
-  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }) });
+  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.epochEndsAt !== undefined && { epochEndsAt: input.epochEndsAt }), ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }) });
 }

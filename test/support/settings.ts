@@ -3,11 +3,20 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PlatformPorts } from '../../src/net/platform-ports';
-import { shardOf } from '../../src/workflows/delivery-shard';
+import { shardOf, shardWorkflowId } from '../../src/workflows/delivery-shard';
 import { createTestDatabase } from './postgres';
 
 /** Delivery shards of a test platform's API and worker: events of different ids mostly land apart. */
 export const DELIVERY_SHARDS = 4;
+
+/**
+ * An epoch that outlasts the test run (ShardLimits.epochMs): a test that watches one shard
+ * workflow, or counts what it holds, sees one id for its whole run.
+ */
+export const WHOLE_RUN_EPOCH_MS = 2 ** 40;
+
+/** The workflow an event's deliveries go to, with WHOLE_RUN_EPOCH_MS. */
+export const wholeRunShardWorkflowId = (eventId: string): string => shardWorkflowId(shardOf(eventId, DELIVERY_SHARDS), Math.floor(Date.now() / WHOLE_RUN_EPOCH_MS));
 
 /** `n` event ids that go to one delivery shard of a test platform (batches, lanes and runs are per shard). */
 export function idsOfOneShard(prefix: string, n: number): string[] {
