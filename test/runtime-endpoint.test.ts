@@ -90,6 +90,21 @@ describe('the integration runtime: public endpoint, components, API binding, egr
       assert.equal((await render({ props: {} }, other.token)).status, 404);
     });
 
+    it('answers 403 installation_paused while the installation is paused, as its public endpoint does, and renders again once resumed', async function () {
+      assert.equal((await platform.http('POST', `/v1/installations/${counter.id}/pause`, { token: tenant.token })).status, 200);
+      try {
+        const paused = await render({ props: {} });
+        assert.equal(paused.status, 403, JSON.stringify(paused.body));
+        assert.equal(paused.body.error, 'installation_paused');
+        assert.equal((await fetch(counter.urls.publicEndpoint)).status, 403);
+        // A non-member still learns nothing of it.
+        assert.equal((await render({ props: {} }, (await platform.tenant()).token)).status, 404);
+      } finally {
+        assert.equal((await platform.http('POST', `/v1/installations/${counter.id}/resume`, { token: tenant.token })).status, 200);
+      }
+      assert.equal((await render({ props: {} })).status, 200);
+    });
+
     it('answers 502 when code that skips the SDK renders something that is no JSON', async function () {
       const name = `raw-${tenant.org}`.slice(0, 60);
       const manifest = [`name: ${name}`, 'title: Raw', 'description: Answers HTML.', `organization: ${tenant.org}`, 'visibility: private', 'scopes: []', 'script: src/index.js'].join('\n');

@@ -30,6 +30,11 @@ async function invoking(call: () => Promise<IsolateAnswer>): Promise<IsolateAnsw
   }
 }
 
+/** A paused installation's code is not called, from its public endpoint or its components. */
+function refusePaused(installation: InstallationTarget): void {
+  if (installation.status === 'paused') throw new ApiError(403, 'installation_paused', 'the installation is paused');
+}
+
 export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
   /** A live installation of a published integration, with what calls into its code need. */
   async function runnable(id: string): Promise<InstallationTarget | undefined> {
@@ -44,12 +49,12 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'An installation’s public endpoint (and any path under it): the request goes to the integration’s fetch handler, its answer comes back as it is',
       access: 'anyone',
       rawBodyLimit: PUBLIC_BODY_LIMIT,
-      responses: { 200: { description: 'Whatever the integration answers' }, 404: { description: 'No such installation' }, 502: { description: 'The integration failed' }, 504: { description: 'The integration ran past 10 s' } },
+      responses: { 200: { description: 'Whatever the integration answers' }, 403: { description: 'The installation is paused' }, 404: { description: 'No such installation' }, 502: { description: 'The integration failed' }, 504: { description: 'The integration ran past 10 s' } },
     },
     async ({ ctx, params, body }) => {
       const installation = await runnable(params.id!);
       if (!installation || installation.integration !== params.name) throw notFound('installation');
-      if (installation.status === 'paused') throw new ApiError(403, 'installation_paused', 'the installation is paused');
+      refusePaused(installation);
       const base = publicEndpoint(deps.baseUrl, installation.integration, installation.id);
       const subpath = params.path ? `/${Array.isArray(params.path) ? params.path.join('/') : params.path}` : '';
       const headers = Object.fromEntries(Object.entries(ctx.headers).filter(([name, value]) => !HOP_BY_HOP.has(name) && value !== undefined).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value!]));
@@ -67,12 +72,13 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'Render a component of the installation’s integration (ui_render); an action may change its state',
       access: 'member',
       body: componentSchema,
-      responses: { 200: { description: 'The rendered component', schema: elementSchema }, 404: { description: 'No such installation or component' } },
+      responses: { 200: { description: 'The rendered component', schema: elementSchema }, 403: { description: 'The installation is paused' }, 404: { description: 'No such installation or component' } },
     },
     async ({ caller, params, body }) => {
       const installation = await runnable(params.id!);
       if (!installation) throw notFound('installation');
       requireMember(caller, installation.target.org, 'installation');
+      refusePaused(installation);
       const answer = await invoking(() => deps.runtime.invoke(installation, { type: 'ui_render', componentId: params.componentId, props: body.props ?? {}, state: body.state, action: body.action }));
       // Code that skips the SDK may answer anything: what is no JSON is the integration's failure.
       const parsed = jsonOf(answer.body) as { error?: string } | null | undefined;
