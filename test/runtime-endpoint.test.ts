@@ -138,7 +138,7 @@ describe('the integration runtime: public endpoint, components, API binding, egr
       assert.equal(read.body.configuration.forward_url, `${forwarded.url}?configured`);
     });
 
-    it('carries nothing but /v1/ calls to the API itself: not the codec endpoint or /metrics (they trust loopback), not another host', async function () {
+    it('carries nothing but /v1/ calls to the API itself: not the codec endpoint or /metrics (they trust loopback), not another host, not a public endpoint (its own would call itself)', async function () {
       const probed = await probe(`
         const status = (method: string, path: string, body?: unknown) => context.api.request(method, path, body).then(() => 200, (error) => error.status ?? 'no status: ' + error.message);
         return Response.json({
@@ -146,8 +146,10 @@ describe('the integration runtime: public endpoint, components, API binding, egr
           dotted: await status('POST', '/v1/../codec/decode', { payloads: [] }),
           metrics: await status('GET', '/metrics'),
           elsewhere: await status('GET', '//127.0.0.1:${new URL(forwarded.url).port}/via-binding'),
+          ownPublic: await status('POST', new URL(context.environment.urls.publicEndpoint).pathname + '/again', {}),
+          shouted: await status('POST', new URL(context.environment.urls.publicEndpoint).pathname.replace('/public', '/PUBLIC'), {}),
         });`);
-      assert.deepEqual([probed.decode, probed.dotted, probed.metrics, probed.elsewhere], [403, 403, 403, 403]);
+      assert.deepEqual([probed.decode, probed.dotted, probed.metrics, probed.elsewhere, probed.ownPublic, probed.shouted], [403, 403, 403, 403, 403, 403]);
       assert.ok(!forwarded.requests.some((request) => request.url.includes('via-binding')), 'the binding reached another host');
     });
   });

@@ -26,14 +26,17 @@ export interface RuntimeOptions {
 
 /** An installation's token (`itk_…`), the only credential the binding carries. */
 const INSTALLATION_BEARER = /^Bearer itk_\S+$/;
+/** Public endpoints call integration code: through the binding, code could call itself without end. */
+const PUBLIC_ENDPOINT = /^\/v1\/integrations\/[^/]+\/installations\/[^/]+\/public(\/|$)/i;
 
 /**
  * The `platformApi` binding of every isolate: platform code that forwards the isolate's
  * request to the platform API. Its calls reach the API from loopback, which the codec
  * endpoint (embedded default) and /metrics trust, so it carries only `/v1/` calls made with
  * an installation token, and only to the API's own origin (a path such as `//host:port/`
- * names another host): the token decides what the call may do, and the egress guard, which
- * the binding does not go through, is never bypassed.
+ * names another host), and never to a public endpoint (which calls integration code): the
+ * token decides what the call may do, and the egress guard, which the binding does not go
+ * through, is never bypassed.
  */
 function platformApiBinding(baseUrl: string): NodeService {
   const base = new URL(baseUrl);
@@ -42,10 +45,10 @@ function platformApiBinding(baseUrl: string): NodeService {
   return (req, res) => {
     const asked = new URL(req.url ?? '/', base);
     const target = new URL(`${asked.pathname}${asked.search}`, base);
-    if (target.origin !== base.origin || !target.pathname.startsWith('/v1/') || !INSTALLATION_BEARER.test(req.headers.authorization ?? '')) {
+    if (target.origin !== base.origin || !target.pathname.startsWith('/v1/') || PUBLIC_ENDPOINT.test(target.pathname) || !INSTALLATION_BEARER.test(req.headers.authorization ?? '')) {
       req.resume();
       res.writeHead(403, { 'content-type': 'application/json' });
-      res.end('{"error":"forbidden","message":"the platform API binding carries only /v1/ calls made with the installation token"}');
+      res.end('{"error":"forbidden","message":"the platform API binding carries only /v1/ calls made with the installation token, and none to a public endpoint"}');
       return;
     }
     const headers = { ...req.headers, host: base.host };
