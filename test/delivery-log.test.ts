@@ -61,6 +61,20 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(delivery.attemptCount, 2);
     });
 
+    it('never counts attempts back: a batch run again writes what it had recorded, and changes nothing', async function () {
+      await stores.log.recordEvents([event('evt_count', ['ins_1'])]);
+      const attempt = (n: number) => ({ attempt: n, startedAt: new Date().toISOString(), durationMs: 5, url: 'https://example.com/hook', statusCode: 503, nextDelayMs: 2000 });
+      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(1) }], run);
+      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(2) }], { workflowId: 'delivery-shard/0/7', runId: 'run-2' });
+      // A late writer of attempt 1 (another workflow's batch that found it recorded).
+      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(1) }], run);
+      const delivery = (await stores.log.get('evt_count:ins_1'))!;
+      assert.equal(delivery.attemptCount, 2);
+      assert.equal(delivery.workflow?.workflowId, 'delivery-shard/0/7');
+      const rerun = await stores.log.toAttempt([{ id: 'evt_count:ins_1', attempt: 2 }]);
+      assert.equal(rerun.get('evt_count:ins_1')!.recorded?.attempt, 2, 'attempt 2 reads as recorded, not to be sent again');
+    });
+
     it('lists newest first with stable cursors across equal times, and filters', async function () {
       const now = Date.now() - 60_000;
       await stores.log.recordEvents(Array.from({ length: 7 }, (_, i) => event(`evt_list_${i}`, ['ins_list'], 'org-list')), now);

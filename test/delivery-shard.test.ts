@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { AttemptBatchInput, AttemptBatchResult } from '../src/activities/attempt-batch';
-import { backlogQuery, deliveryShardWorkflow, handOverSignal, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
+import { backlogQuery, deliveryEpochWorkflow, deliveryShardWorkflow, handOverSignal, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
 import { testSettings } from './support/settings';
@@ -68,11 +68,10 @@ describe('the delivery shard workflow', function () {
 
   it('keeps up to four full batches of one installation in flight, and starts a partial one only when none is', async function () {
     const batches: number[] = [];
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const releases: (() => void)[] = [];
     const worker = await standIn(async (input) => {
       batches.push(input.entries.length);
-      await released;
+      await new Promise<void>((resolve) => releases.push(resolve));
       return delivered(input);
     });
     try {
@@ -81,13 +80,20 @@ describe('the delivery shard workflow', function () {
       await waitFor(async () => (batches.length >= 4 ? true : undefined), 10_000, 'four batches in flight');
       assert.equal((await handle.describe()).raw.pendingActivities?.length, 4);
       assert.deepEqual(batches, [100, 100, 100, 100], 'the last 50 wait for a lane slot');
-      release();
+      // Three of the four end, one by one: the 50 still wait while one batch is in flight.
+      for (let ended = 1; ended <= 3; ended++) {
+        releases.shift()!();
+        await waitFor(async () => ((await handle.describe()).raw.pendingActivities?.length === 4 - ended ? true : undefined), 10_000, `${ended} batches to end`);
+        assert.equal(batches.length, 4, `no partial batch with ${4 - ended} in flight`);
+      }
+      releases.shift()!();
       await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'the partial batch');
       assert.equal(batches[4], 50);
+      releases.shift()!();
       await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery settled');
       await handle.terminate('test over');
     } finally {
-      release();
+      for (const release of releases) release();
       await worker.stop();
     }
   });
@@ -101,14 +107,14 @@ describe('the delivery shard workflow', function () {
     try {
       const started = Date.now();
       const input: ShardInput = { shard: 0, epochEndsAt: started + 500 };
-      const handle = await client.workflow.signalWithStart(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/epoch-${worker.taskQueue}`, args: [input], signal: handOverSignal, signalArgs: [[{ id: 'evt_1:ins_a', installationId: 'ins_a' }, { id: 'evt_2:ins_a', installationId: 'ins_a' }]] });
+      const handle = await client.workflow.signalWithStart(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/epoch-${worker.taskQueue}`, args: [input], signal: handOverSignal, signalArgs: [[{ id: 'evt_1:ins_a', installationId: 'ins_a' }, { id: 'evt_2:ins_a', installationId: 'ins_a' }]] });
       await waitFor(async () => (attempts.length === 2 ? true : undefined), 10_000, 'the first attempts');
       // Past the epoch and its 2 s grace, the retry still waits: the workflow stays open for it.
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 3000 - Date.now())));
       assert.equal((await handle.describe()).status.name, 'RUNNING');
       await waitFor(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 10_000, 'the workflow to complete');
       assert.deepEqual(attempts, ['evt_1:ins_a#1', 'evt_2:ins_a#1', 'evt_2:ins_a#2']);
-      assert.equal((await handle.fetchHistory()).events!.filter((event) => event.workflowExecutionContinuedAsNewEventAttributes).length, 0, 'no continue-as-new');
+      assert.equal((await handle.describe()).runId, handle.signaledRunId, 'the run that took the hand-over completed: no continue-as-new');
     } finally {
       await worker.stop();
     }

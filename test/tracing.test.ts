@@ -55,7 +55,7 @@ describe('traces from ingest to the receiver (OTLP)', function () {
   it('the flush that carried it to its shard links to it, and its hand-over signal reaches the workflow (client interceptor)', async function () {
     const ingest = await one('the ingest span', 'ingest event', (span) => span.attributes['event.id'] === eventId);
     const flush = await one('the flush span', 'ingest flush', (span) => span.links.some((link) => link.spanId === ingest.spanId && link.traceId === ingest.traceId));
-    const signal = await one('the signal-with-start span', 'SignalWithStartWorkflow:deliveryShardWorkflow', (span) => span.parentSpanId === flush.spanId);
+    const signal = await one('the signal-with-start span', 'SignalWithStartWorkflow:deliveryEpochWorkflow', (span) => span.parentSpanId === flush.spanId);
     assert.equal(signal.traceId, flush.traceId);
     await one('the workflow’s signal handler span', 'HandleSignal:hand-over', (span) => span.traceId === signal.traceId);
   });

@@ -116,13 +116,13 @@ export class DeliveryLog {
     };
   }
 
-  /** The pending deliveries of events recorded earlier, to hand them to the engine again. */
-  async pendingOf(eventIds: string[]): Promise<{ id: string; eventId: string; installationId: string }[]> {
+  /** The pending deliveries of events recorded earlier (and when), to hand them to the engine again. */
+  async pendingOf(eventIds: string[]): Promise<{ id: string; eventId: string; installationId: string; createdAt: number }[]> {
     const rows = [];
     for (const part of chunks(eventIds)) {
-      rows.push(...(await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id']).where('event_id', 'in', part).where('status', '=', 'pending').execute()));
+      rows.push(...(await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'created_at']).where('event_id', 'in', part).where('status', '=', 'pending').execute()));
     }
-    return rows.map((row) => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id }));
+    return rows.map((row) => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id, createdAt: Number(row.created_at) }));
   }
 
   /**
@@ -168,13 +168,15 @@ export class DeliveryLog {
       }
       for (const { change, ids } of groups.values()) {
         for (const part of chunks(ids)) {
-          await trx
+          let update = trx
             .updateTable('deliveries')
             .set(change)
             .where('id', 'in', part)
             // A finished delivery never changes again, whoever writes late.
-            .where('status', '=', 'pending')
-            .execute();
+            .where('status', '=', 'pending');
+          // Nor does its count go back: a batch run again writes what it had recorded.
+          if (change.attempts !== undefined) update = update.where('attempts', '<', change.attempts);
+          await update.execute();
         }
       }
     });

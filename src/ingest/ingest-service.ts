@@ -87,7 +87,8 @@ export class IngestService {
    */
   async commit(shard: number, events: NewEvent[], traces = new Map<string, string | undefined>()): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
-    const records = await this.log.recordEvents(events);
+    const now = Date.now();
+    const records = await this.log.recordEvents(events, now);
     const handOver: ShardItem[] = [];
     const earlier: string[] = [];
     for (const record of records.values()) {
@@ -101,8 +102,14 @@ export class IngestService {
         else handOver.push({ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) });
       }
     }
-    if (earlier.length) handOver.push(...(await this.log.pendingOf(earlier)).map(({ id, installationId }) => ({ id, installationId })));
-    await this.shards.enqueue(shard, handOver);
+    await this.shards.enqueue(shard, handOver, this.shards.epochOf(now));
+    // Each to the epoch it was recorded in, whose workflow holds it if it got there.
+    const again = new Map<number, ShardItem[]>();
+    for (const { id, installationId, createdAt } of earlier.length ? await this.log.pendingOf(earlier) : []) {
+      const epoch = this.shards.epochOf(createdAt);
+      again.set(epoch, [...(again.get(epoch) ?? []), { id, installationId }]);
+    }
+    for (const [epoch, items] of again) await this.shards.enqueue(shard, items, epoch);
     return records;
   }
 }

@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { backlogQuery, deliveryShardWorkflow, EPOCH_MS, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
+import { backlogQuery, deliveryEpochWorkflow, EPOCH_MS, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
 
 /** How long ingest waits for the engine before answering 503 (with what follows, within 2 s). */
 export const ENGINE_DEADLINE_MS = 1500;
@@ -29,12 +29,11 @@ interface Backlog {
 }
 
 /**
- * Hands deliveries to their shard's workflow of the current epoch (started on first use)
- * as signals, with a deadline: an engine that does not answer in time is unavailable, and
- * the caller says so (503). A signal cannot be refused by the workflow, so the bound on
- * what a shard workflow holds is kept here: from its backlog (queried at most twice a
- * second) plus what this process handed over since. Several API processes may overshoot
- * it together by what each hands over in half a second; the bound leaves room for that.
+ * Hands deliveries to their shard's workflow of the epoch they were recorded in (started
+ * on first use) as signals, with a deadline: an engine that does not answer in time is
+ * unavailable, and the caller says so (503). A signal cannot be refused by the workflow,
+ * so the bound on what the current epoch's workflow holds is kept here, per process: from
+ * its backlog (queried at most twice a second) plus what this process handed over since.
  */
 export class ShardClient {
   private readonly backlogs = new Map<number, Backlog>();
@@ -50,32 +49,44 @@ export class ShardClient {
     return shardOf(eventId, this.shards);
   }
 
-  async enqueue(shard: number, items: ShardItem[]): Promise<void> {
+  /** The epoch of a moment: deliveries recorded in it are handed to that epoch's workflow, also when handed over again. */
+  epochOf(at: number): number {
+    return Math.floor(at / (this.limits.epochMs ?? EPOCH_MS));
+  }
+
+  /**
+   * Hands deliveries to the shard's workflow of `epoch` (the one they were recorded in):
+   * handed over again, a delivery goes where it went first, whose workflow skips what it
+   * holds (or, if it never arrived there, is started again to attempt it).
+   */
+  async enqueue(shard: number, items: ShardItem[], epoch = this.epochOf(Date.now())): Promise<void> {
     if (items.length === 0) return;
-    const epochMs = this.limits.epochMs ?? EPOCH_MS;
-    const backlog = this.backlogOf(shard, Math.floor(Date.now() / epochMs));
-    await this.admit(shard, backlog, items.length);
-    await this.client.withDeadline(Date.now() + ENGINE_DEADLINE_MS, () =>
-      this.client.workflow.signalWithStart(deliveryShardWorkflow, {
-        workflowId: shardWorkflowId(shard, backlog.epoch),
+    // One deadline for the backlog's question and the signal: the caller answers within 2 s.
+    const deadline = Date.now() + ENGINE_DEADLINE_MS;
+    const backlog = this.backlogOf(shard, this.epochOf(Date.now()));
+    const current = backlog.epoch === epoch;
+    if (current) await this.admit(shard, backlog, items.length, deadline);
+    await this.client.withDeadline(deadline, () =>
+      this.client.workflow.signalWithStart(deliveryEpochWorkflow, {
+        workflowId: shardWorkflowId(shard, epoch),
         taskQueue: this.taskQueue,
-        args: [{ shard, epochEndsAt: (backlog.epoch + 1) * epochMs, ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],
+        args: [{ shard, epochEndsAt: (epoch + 1) * (this.limits.epochMs ?? EPOCH_MS), ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],
         signal: handOverSignal,
         signalArgs: [items],
       }),
     );
-    backlog.sentSince += items.length;
+    if (current) backlog.sentSince += items.length;
   }
 
-  /** Refuses a hand-over past the bound, once a fresh answer of the shard confirms it. */
-  private async admit(shard: number, backlog: Backlog, count: number): Promise<void> {
+  /** Refuses a hand-over past the bound, once a fresh answer of the shard (by the deadline) confirms it. */
+  private async admit(shard: number, backlog: Backlog, count: number, deadline: number): Promise<void> {
     const max = this.limits.maxBacklog ?? MAX_BACKLOG;
     const over = () => backlog.held + backlog.sentSince + count > max;
     if (!over()) {
       if (performance.now() - backlog.askedAt > BACKLOG_REFRESH_MS) void this.ask(shard, backlog);
       return;
     }
-    await this.ask(shard, backlog);
+    await Promise.race([this.ask(shard, backlog), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
     if (over()) throw new ShardBusyError(`delivery shard ${shard} holds ${backlog.held + backlog.sentSince} deliveries (at most ${max}); try again shortly`);
   }
 

@@ -208,7 +208,10 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   // at 4,096 events, 5 s at 100 events/s): what it holds goes over, and a hand-over
   // arriving as it does makes the server refuse it and the worker replay the run.
   const historyLong = () => (input.epochEndsAt === undefined ? wf.workflowInfo().continueAsNewSuggested : wf.workflowInfo().historyLength >= MAX_EPOCH_HISTORY);
-  const handOver = () => handOvers >= (input.handOversPerRun ?? HAND_OVERS_PER_RUN) || historyLong();
+  // An epoch's run holding more than the bound (several API processes' hand-overs while no
+  // worker answered) hands over only once it holds less: what it carries must fit 2 MB.
+  const carriable = () => input.epochEndsAt === undefined || known.size <= MAX_BACKLOG;
+  const handOver = () => (handOvers >= (input.handOversPerRun ?? HAND_OVERS_PER_RUN) || historyLong()) && carriable();
   /**
    * When the handover began. It waits for the batches in flight (their results settle
    * retries) for a second at most: a receiver that hangs must not stop the whole shard.
@@ -254,4 +257,13 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const carried = [...flying.values()].flatMap(({ entries, startedAt }) => entries.map((entry) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
   const entries = [...[...ready.values()].flat(), ...waiting, ...carried];
   await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.epochEndsAt !== undefined && { epochEndsAt: input.epochEndsAt }), ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }) });
+}
+
+/**
+ * A shard's workflow of one epoch (see ShardInput.epochEndsAt): the same code under a type
+ * of its own, so that a worker from before epochs, which has no handler for the hand-over
+ * signal, fails its tasks (retried until a current worker takes them) instead of running it.
+ */
+export async function deliveryEpochWorkflow(input: ShardInput): Promise<void> {
+  return deliveryShardWorkflow(input);
 }

@@ -1,5 +1,5 @@
 export { directoryWorkflow } from './directory';
 export { installationWorkflow } from './installation';
-export { deliveryShardWorkflow } from './delivery-shard';
+export { deliveryEpochWorkflow, deliveryShardWorkflow } from './delivery-shard';
 export { retentionWorkflow } from './retention';
 export { integrationWorkflow, integrationVersionWorkflow, registryWorkflow } from './integration';
