@@ -61,7 +61,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(delivery.attemptCount, 2);
     });
 
-    it('never counts attempts back: a batch run again writes what it had recorded, and changes nothing', async function () {
+    it('never counts attempts back: a batch run again writes what it had recorded, and changes nothing; a final outcome of the last attempt still ends it', async function () {
       await stores.log.recordEvents([event('evt_count', ['ins_1'])]);
       const attempt = (n: number) => ({ attempt: n, startedAt: new Date().toISOString(), durationMs: 5, url: 'https://example.com/hook', statusCode: 503, nextDelayMs: 2000 });
       await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(1) }], run);
@@ -73,6 +73,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(delivery.workflow?.workflowId, 'delivery-shard/0/7');
       const rerun = await stores.log.toAttempt([{ id: 'evt_count:ins_1', attempt: 2 }]);
       assert.equal(rerun.get('evt_count:ins_1')!.recorded?.attempt, 2, 'attempt 2 reads as recorded, not to be sent again');
+      // A final outcome of the attempt counted last (another writer's) still ends the delivery.
+      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'delivered', attempt: { ...attempt(2), statusCode: 200, nextDelayMs: undefined } }], run);
+      assert.equal((await stores.log.get('evt_count:ins_1'))!.status, 'delivered');
     });
 
     it('lists newest first with stable cursors across equal times, and filters', async function () {

@@ -29,9 +29,10 @@ export class DeliveryService {
   async replay(original: DeliverySummary): Promise<string> {
     for (let n = 1; ; n++) {
       const id = deliveryId(original.eventId, original.installationId, n);
-      const recorded = await this.log.recordReplay({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url }, original.id);
+      const now = Date.now();
+      const recorded = await this.log.recordReplay({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url }, original.id, now);
       if (!recorded) continue;
-      await this.ingest.enqueue({ id, eventId: original.eventId, installationId: original.installationId });
+      await this.ingest.enqueue({ id, eventId: original.eventId, installationId: original.installationId }, now);
       return id;
     }
   }

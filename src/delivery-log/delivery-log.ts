@@ -174,8 +174,10 @@ export class DeliveryLog {
             .where('id', 'in', part)
             // A finished delivery never changes again, whoever writes late.
             .where('status', '=', 'pending');
-          // Nor does its count go back: a batch run again writes what it had recorded.
-          if (change.attempts !== undefined) update = update.where('attempts', '<', change.attempts);
+          // Nor does its count go back (a batch run again writes what it had recorded), but a
+          // final outcome of the attempt counted last still ends the delivery.
+          const attempt = change.attempts;
+          if (attempt !== undefined) update = update.where((eb) => (change.status === 'pending' ? eb('attempts', '<', attempt) : eb('attempts', '<=', attempt)));
           await update.execute();
         }
       }

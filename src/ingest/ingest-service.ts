@@ -7,7 +7,7 @@ import type { ShardItem } from '../workflows/delivery-shard';
 import { planDeliveries } from './fanout';
 import { GroupCommit } from './group-commit';
 import { deliveriesFinished, eventsIngested } from '../metrics';
-import type { ShardClient } from './shard-client';
+import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
 import { activeTraceparent, inSpan, linksTo, traceparentOf, tracer } from '../tracing';
 
 /** An event on its way to the log: its id settled, and its ingest span's `traceparent` when tracing. */
@@ -55,10 +55,10 @@ export class IngestService {
     return this.shards.shardOf(eventId);
   }
 
-  /** Hands one more delivery of a recorded event (a replay) to its shard. */
-  async enqueue(delivery: ShardItem & { eventId: string }): Promise<void> {
+  /** Hands one more delivery of a recorded event (a replay), recorded at `recordedAt`, to its shard. */
+  async enqueue(delivery: ShardItem & { eventId: string }, recordedAt: number): Promise<void> {
     const trace = activeTraceparent();
-    await this.shards.enqueue(this.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) }]);
+    await this.shards.enqueue(this.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) }], this.shards.epochOf(recordedAt));
   }
 
   /** One flush carries many events: its span starts a trace of its own, linked to each event's. */
@@ -102,14 +102,17 @@ export class IngestService {
         else handOver.push({ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) });
       }
     }
-    await this.shards.enqueue(shard, handOver, this.shards.epochOf(now));
-    // Each to the epoch it was recorded in, whose workflow holds it if it got there.
-    const again = new Map<number, ShardItem[]>();
+    // Each to the epoch it was recorded in, whose workflow holds it if it got there; all
+    // under one deadline, so that the caller answers within 2 s whatever it carries.
+    const byEpoch = new Map<number, ShardItem[]>([[this.shards.epochOf(now), handOver]]);
     for (const { id, installationId, createdAt } of earlier.length ? await this.log.pendingOf(earlier) : []) {
       const epoch = this.shards.epochOf(createdAt);
-      again.set(epoch, [...(again.get(epoch) ?? []), { id, installationId }]);
+      const items = byEpoch.get(epoch);
+      if (items) items.push({ id, installationId });
+      else byEpoch.set(epoch, [{ id, installationId }]);
     }
-    for (const [epoch, items] of again) await this.shards.enqueue(shard, items, epoch);
+    const deadline = Date.now() + ENGINE_DEADLINE_MS;
+    await Promise.all([...byEpoch].map(([epoch, items]) => this.shards.enqueue(shard, items, epoch, deadline)));
     return records;
   }
 }

@@ -3,6 +3,8 @@ import { backlogQuery, deliveryEpochWorkflow, EPOCH_MS, handOverSignal, MAX_BACK
 
 /** How long ingest waits for the engine before answering 503 (with what follows, within 2 s). */
 export const ENGINE_DEADLINE_MS = 1500;
+/** How long the backlog figures of a past epoch are kept. */
+const KEPT_BACKLOGS_MS = 60_000;
 /** How old a shard's backlog figure may grow before it is asked again (in the background while under the bound). */
 const BACKLOG_REFRESH_MS = 500;
 
@@ -36,7 +38,8 @@ interface Backlog {
  * its backlog (queried at most twice a second) plus what this process handed over since.
  */
 export class ShardClient {
-  private readonly backlogs = new Map<number, Backlog>();
+  /** By `<shard>/<epoch>`. */
+  private readonly backlogs = new Map<string, Backlog>();
 
   constructor(
     private readonly client: Client,
@@ -59,13 +62,11 @@ export class ShardClient {
    * handed over again, a delivery goes where it went first, whose workflow skips what it
    * holds (or, if it never arrived there, is started again to attempt it).
    */
-  async enqueue(shard: number, items: ShardItem[], epoch = this.epochOf(Date.now())): Promise<void> {
+  async enqueue(shard: number, items: ShardItem[], epoch = this.epochOf(Date.now()), deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<void> {
     if (items.length === 0) return;
     // One deadline for the backlog's question and the signal: the caller answers within 2 s.
-    const deadline = Date.now() + ENGINE_DEADLINE_MS;
-    const backlog = this.backlogOf(shard, this.epochOf(Date.now()));
-    const current = backlog.epoch === epoch;
-    if (current) await this.admit(shard, backlog, items.length, deadline);
+    const backlog = this.backlogOf(shard, epoch);
+    await this.admit(shard, backlog, items.length, deadline);
     await this.client.withDeadline(deadline, () =>
       this.client.workflow.signalWithStart(deliveryEpochWorkflow, {
         workflowId: shardWorkflowId(shard, epoch),
@@ -75,7 +76,7 @@ export class ShardClient {
         signalArgs: [items],
       }),
     );
-    if (current) backlog.sentSince += items.length;
+    backlog.sentSince += items.length;
   }
 
   /** Refuses a hand-over past the bound, once a fresh answer of the shard (by the deadline) confirms it. */
@@ -109,10 +110,18 @@ export class ShardClient {
     return backlog.asking;
   }
 
-  /** The shard's figures for this epoch: a new epoch's workflow starts with nothing. */
+  /**
+   * The figures of a shard's workflow of one epoch (a new one starts with nothing); those of
+   * epochs a minute past are dropped: hand-overs to them are rare (an event retried late).
+   */
   private backlogOf(shard: number, epoch: number): Backlog {
-    let backlog = this.backlogs.get(shard);
-    if (backlog?.epoch !== epoch) this.backlogs.set(shard, (backlog = { epoch, held: 0, sentSince: 0, askedAt: -Infinity }));
+    const key = `${shard}/${epoch}`;
+    let backlog = this.backlogs.get(key);
+    if (!backlog) {
+      const stale = this.epochOf(Date.now() - KEPT_BACKLOGS_MS);
+      for (const [other, { epoch: old }] of this.backlogs) if (old < stale) this.backlogs.delete(other);
+      this.backlogs.set(key, (backlog = { epoch, held: 0, sentSince: 0, askedAt: -Infinity }));
+    }
     return backlog;
   }
 }
