@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
+import { idsOfOneShard } from './support/settings';
+import { createTestWorker } from './support/worker';
+import { createLogger } from '../src/logger';
+import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../src/workflows/directory';
 
 /** Ingest when the shard's epoch (one second here) turns between an event and its repeat. */
 describe('ingest across delivery shard epochs', function () {
@@ -33,3 +37,53 @@ describe('ingest across delivery shard epochs', function () {
     await waitFor(async () => ((await shard.describe()).status.name === 'COMPLETED' ? true : undefined), 10_000, 'its epoch workflow to complete');
   });
 });
+
+describe('the backlog bound across delivery shard epochs', function () {
+  this.timeout(90_000);
+  // Three-second epochs, one delivery at most, and no worker to ask: what was handed over counts whole.
+  const platform = new TestPlatform(__filename, { worker: false, shardLimits: { maxBacklog: 1, epochMs: 3000 } });
+  const receiver = new ScriptedReceiver();
+
+  before(async () => Promise.all([platform.start(), receiver.start()]));
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  const untilEpochStarts = async () => new Promise((resolve) => setTimeout(resolve, 3000 - (Date.now() % 3000) + 50));
+
+  it('admits an event retried in a later epoch against the epoch it was recorded in, and delivers it once a worker is back', async function () {
+    const makeWorker = () => createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
+    let worker = await makeWorker();
+    let running = worker.run();
+    await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
+    const tenant = await platform.tenant();
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'bound' }, receiver.url, { space_content_updated: true });
+    worker.shutdown();
+    await running;
+
+    const [first, second] = (idsOfOneShard(`bound_${Date.now()}`, 2) as [string, string]).map((eventId) => ({ ...spaceEvent(tenant.org, 'bound'), eventId }));
+    await untilEpochStarts();
+    assert.equal((await platform.admin('POST', '/v1/events', first)).status, 202);
+    // The epoch holds one delivery: the second is recorded, and refused.
+    assert.equal((await platform.admin('POST', '/v1/events', second)).status, 503);
+    await untilEpochStarts();
+    // Retried in the next epoch, it still belongs to the one it was recorded in, which is full.
+    const again = await platform.admin('POST', '/v1/events', second);
+    assert.equal(again.status, 503, JSON.stringify(again.body));
+
+    worker = await makeWorker();
+    running = worker.run();
+    try {
+      const accepted = await waitFor(async () => {
+        const answer = await platform.admin('POST', '/v1/events', second);
+        return answer.status === 202 ? answer : undefined;
+      }, 20_000, 'the retry to be accepted');
+      assert.equal((await platform.finalDelivery(accepted.body.deliveries[0], tenant.token)).status, 'delivered');
+      await waitFor(async () => (receiver.requests.length >= 2 ? true : undefined), 10_000, 'both deliveries');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      for (const { eventId } of [first, second]) assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1, eventId);
+    } finally {
+      worker.shutdown();
+      await running;
+    }
+  });
+});
+
