@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { idsOfOneShard } from './support/settings';
-import { createTestWorker } from './support/worker';
-import { createLogger } from '../src/logger';
-import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../src/workflows/directory';
+import { postUntilAccepted, runWorkerOf } from './support/worker-outage';
 
 /** Ingest when the shard's epoch (one second here) turns between an event and its repeat. */
 describe('ingest across delivery shard epochs', function () {
@@ -50,14 +48,10 @@ describe('the backlog bound across delivery shard epochs', function () {
   const untilEpochStarts = async () => new Promise((resolve) => setTimeout(resolve, 3000 - (Date.now() % 3000) + 50));
 
   it('admits an event retried in a later epoch against the epoch it was recorded in, and delivers it once a worker is back', async function () {
-    const makeWorker = () => createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
-    let worker = await makeWorker();
-    let running = worker.run();
-    await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
+    let worker = await runWorkerOf(platform);
     const tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'bound' }, receiver.url, { space_content_updated: true });
-    worker.shutdown();
-    await running;
+    await worker.stop();
 
     const [first, second] = (idsOfOneShard(`bound_${Date.now()}`, 2) as [string, string]).map((eventId) => ({ ...spaceEvent(tenant.org, 'bound'), eventId }));
     await untilEpochStarts();
@@ -69,20 +63,15 @@ describe('the backlog bound across delivery shard epochs', function () {
     const again = await platform.admin('POST', '/v1/events', second);
     assert.equal(again.status, 503, JSON.stringify(again.body));
 
-    worker = await makeWorker();
-    running = worker.run();
+    worker = await runWorkerOf(platform);
     try {
-      const accepted = await waitFor(async () => {
-        const answer = await platform.admin('POST', '/v1/events', second);
-        return answer.status === 202 ? answer : undefined;
-      }, 20_000, 'the retry to be accepted');
+      const accepted = await postUntilAccepted(platform, second, 20_000);
       assert.equal((await platform.finalDelivery(accepted.body.deliveries[0], tenant.token)).status, 'delivered');
       await waitFor(async () => (receiver.requests.length >= 2 ? true : undefined), 10_000, 'both deliveries');
       await new Promise((resolve) => setTimeout(resolve, 1000));
       for (const { eventId } of [first, second]) assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1, eventId);
     } finally {
-      worker.shutdown();
-      await running;
+      await worker.stop();
     }
   });
 });

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { createLogger } from '../src/logger';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { idsOfOneShard, WHOLE_RUN_EPOCH_MS } from './support/settings';
-import { createTestWorker } from './support/worker';
-import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../src/workflows/directory';
+import { postUntilAccepted, runWorkerOf } from './support/worker-outage';
 
 describe('ingest while the engine does not answer', function () {
   this.timeout(90_000);
@@ -17,19 +15,11 @@ describe('ingest while the engine does not answer', function () {
   after(async () => Promise.all([platform.stop(), receiver.stop()]));
 
   it('accepts up to the shard’s bound without a worker, then answers 503 with Retry-After within 2 s; the retry with the same eventId, once a worker is back, delivers once', async function () {
-    const makeWorker = () =>
-      createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
     // Installing needs the engine: a worker for that, then none.
-    let worker = await makeWorker();
-    let running = worker.run();
-    // The fresh worker's first task (the directory's replay) can outlast the API's 1.5 s
-    // deadline under the whole suite's load: a query (safe to repeat, unlike a creation) warms it.
-    const directory = platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID);
-    await waitFor(() => directory.query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
+    let worker = await runWorkerOf(platform);
     const tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'down' }, receiver.url, { space_content_updated: true });
-    worker.shutdown();
-    await running;
+    await worker.stop();
 
     // Durable in the shard's history: the engine's to deliver once a worker is back.
     const [first, second, third] = idsOfOneShard(`down_${Date.now()}`, 3) as [string, string, string];
@@ -54,22 +44,16 @@ describe('ingest while the engine does not answer', function () {
       await fresh.stop();
     }
 
-    worker = await makeWorker();
-    running = worker.run();
+    worker = await runWorkerOf(platform);
     try {
-      // As a client does: again after Retry-After, until the shard has room.
-      const accepted = await waitFor(async () => {
-        const answer = await platform.admin('POST', '/v1/events', event);
-        return answer.status === 202 ? answer : undefined;
-      }, 15_000, 'the retry to be accepted');
+      const accepted = await postUntilAccepted(platform, event, 15_000);
       const delivery = await platform.finalDelivery(accepted.body.deliveries[0], tenant.token);
       assert.equal(delivery.status, 'delivered');
       await waitFor(async () => (receiver.requests.length >= 3 ? true : undefined), 10_000, 'the deliveries');
       await new Promise((resolve) => setTimeout(resolve, 1500));
       for (const { eventId } of [...early, event]) assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1, eventId);
     } finally {
-      worker.shutdown();
-      await running;
+      await worker.stop();
     }
   });
 });

@@ -1,0 +1,30 @@
+import { createLogger } from '../../src/logger';
+import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../src/workflows/directory';
+import { waitFor, type HttpAnswer, type TestPlatform } from './platform';
+import { createTestWorker } from './worker';
+
+/**
+ * The worker of a test platform started without one, run until stopped: tests that take
+ * the engine's worker away bring it back with this.
+ */
+export async function runWorkerOf(platform: TestPlatform): Promise<{ stop(): Promise<void> }> {
+  const worker = await createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
+  const running = worker.run();
+  // A fresh worker's first task (the directory's replay) can outlast the API's 1.5 s
+  // deadline under the whole suite's load: a query (safe to repeat, unlike a creation) warms it.
+  await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
+  return {
+    async stop() {
+      worker.shutdown();
+      await running;
+    },
+  };
+}
+
+/** Posts an event again after each refusal, as a client honouring Retry-After does, until it is accepted. */
+export function postUntilAccepted(platform: TestPlatform, event: object, timeoutMs: number): Promise<HttpAnswer> {
+  return waitFor(async () => {
+    const answer = await platform.admin('POST', '/v1/events', event);
+    return answer.status === 202 ? answer : undefined;
+  }, timeoutMs, 'the retry to be accepted');
+}
