@@ -98,7 +98,7 @@ describe('the delivery shard workflow', function () {
     }
   });
 
-  it('takes hand-overs for its epoch, then completes once what it took is final (a retry due after the epoch keeps it open)', async function () {
+  it('takes hand-overs for its epoch, then completes once what it took is final (a retry due after the epoch keeps it open); a late hand-over starts it again', async function () {
     const attempts: string[] = [];
     const worker = await standIn(async (input) => {
       attempts.push(...input.entries.map((entry) => `${entry.id}#${entry.attempt}`));
@@ -115,6 +115,11 @@ describe('the delivery shard workflow', function () {
       await waitFor(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 10_000, 'the workflow to complete');
       assert.deepEqual(attempts, ['evt_1:ins_a#1', 'evt_2:ins_a#1', 'evt_2:ins_a#2']);
       assert.equal((await handle.describe()).runId, handle.signaledRunId, 'the run that took the hand-over completed: no continue-as-new');
+      // A hand-over sent late (a sender whose clock is behind) starts the epoch's workflow again: attempted, then complete.
+      const late = await client.workflow.signalWithStart(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/epoch-${worker.taskQueue}`, args: [input], signal: handOverSignal, signalArgs: [[{ id: 'evt_3:ins_a', installationId: 'ins_a' }]] });
+      assert.notEqual(late.signaledRunId, handle.signaledRunId);
+      await waitFor(async () => ((await late.describe()).status.name === 'COMPLETED' ? true : undefined), 10_000, 'the late run to complete');
+      assert.deepEqual(attempts.slice(3), ['evt_3:ins_a#1']);
     } finally {
       await worker.stop();
     }
