@@ -50,7 +50,9 @@ export function createActivities(deps: ActivityDependencies) {
           eventType: event.type,
           deliveries: [{ id: deliveryId(event.eventId, installation.id), eventId: event.eventId, installationId: installation.id, organizationId: installation.org, eventType: event.type, body: JSON.stringify(event) }],
         };
-        byShard.set(shard, [...(byShard.get(shard) ?? []), planned]);
+        const group = byShard.get(shard);
+        if (group) group.push(planned);
+        else byShard.set(shard, [planned]);
       }
       for (const [shard, planned] of byShard) await deps.ingest.commit(shard, planned);
     },

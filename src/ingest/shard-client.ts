@@ -34,19 +34,22 @@ interface Backlog {
  * Hands deliveries to their shard's workflow of the epoch they were recorded in (started
  * on first use) as signals, with a deadline: an engine that does not answer in time is
  * unavailable, and the caller says so (503). A signal cannot be refused by the workflow,
- * so the bound on what the current epoch's workflow holds is kept here, per process: from
- * its backlog (queried at most twice a second) plus what this process handed over since.
+ * so the bound on what each epoch's workflow holds is kept here, per process: from its
+ * backlog (queried at most twice a second) plus what this process handed over since.
  */
 export class ShardClient {
   /** By `<shard>/<epoch>`. */
   private readonly backlogs = new Map<string, Backlog>();
+  private readonly epochMs: number;
 
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
     readonly shards: number,
     private readonly limits: ShardLimits = {},
-  ) {}
+  ) {
+    this.epochMs = limits.epochMs ?? EPOCH_MS;
+  }
 
   shardOf(eventId: string): number {
     return shardOf(eventId, this.shards);
@@ -54,7 +57,7 @@ export class ShardClient {
 
   /** The epoch of a moment: deliveries recorded in it are handed to that epoch's workflow, also when handed over again. */
   epochOf(at: number): number {
-    return Math.floor(at / (this.limits.epochMs ?? EPOCH_MS));
+    return Math.floor(at / this.epochMs);
   }
 
   /**
@@ -71,7 +74,7 @@ export class ShardClient {
       this.client.workflow.signalWithStart(deliveryEpochWorkflow, {
         workflowId: shardWorkflowId(shard, epoch),
         taskQueue: this.taskQueue,
-        args: [{ shard, epochEndsAt: (epoch + 1) * (this.limits.epochMs ?? EPOCH_MS), ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],
+        args: [{ shard, epochEndsAt: (epoch + 1) * this.epochMs, ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],
         signal: handOverSignal,
         signalArgs: [items],
       }),

@@ -103,11 +103,12 @@ const { failDeliveries } = wf.proxyActivities<ReturnType<typeof createActivities
 });
 
 /**
- * A long-lived delivery shard (DESIGN.md §2): the API hands it deliveries in batches
- * (signals, one in flight per shard from each API process); it attempts them in batches of
- * one installation each, so a slow receiver holds back only its own deliveries; it waits
- * out retries on one durable timer for the earliest due; and it continues as new with what
- * is left when its history grows.
+ * A delivery shard's workflow (DESIGN.md §2), one per epoch: the API hands it deliveries
+ * in batches (signals, one in flight per shard from each API process); it attempts them in
+ * batches of one installation each, so a slow receiver holds back only its own deliveries;
+ * it waits out retries on one durable timer for the earliest due; it completes once its
+ * epoch is over and all it took is final, and continues as new with what it holds if its
+ * history grows long first. Runs from before epochs (no epochEndsAt) are long-lived.
  */
 export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const { workflowId, runId } = wf.workflowInfo();
@@ -116,9 +117,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   // Runs started before lanes, the cap on batches in flight and the timed handover replay as they ran.
   const lanes = wf.patched('batch-lanes');
   /**
-   * An installation's first attempts and its retries are batched apart, one batch in flight
-   * per lane: a retry goes out when due, not after the first attempts in flight, and a slow
-   * receiver holds two slots at most.
+   * An installation's first attempts and its retries are batched apart, in lanes of their
+   * own: a retry goes out when due, not after the first attempts in flight, and a slow
+   * receiver holds its lanes' slots (LANE_BATCHES each) at most.
    */
   const laneOf = (entry: ShardEntry) => (lanes && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId);
   /** Due now, per lane, in arrival order. */
