@@ -125,6 +125,46 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('starts a retry batch ahead of its time with each retry’s exact time, retries due within 100 ms of the earliest together, and a batch beside one still waiting', async function () {
+    const batches: { at: number; entries: AttemptBatchInput['entries'] }[] = [];
+    let retryAt = 0;
+    const releases: (() => void)[] = [];
+    const worker = await standIn(async (input) => {
+      batches.push({ at: Date.now(), entries: input.entries });
+      if (input.entries[0]!.attempt === 1) {
+        // Two retries 60 ms apart, one 1 s later.
+        retryAt = Date.now() + 2000;
+        const offsets: Record<string, number> = { 'evt_1:ins_a': 0, 'evt_2:ins_a': 60, 'evt_3:ins_a': 1000 };
+        return input.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 2000 + offsets[entry.id]!, retryAt: retryAt + offsets[entry.id]! }));
+      }
+      // The first retry batch waits (as the real one does for its time) until released.
+      if (input.entries.some((entry) => entry.id === 'evt_1:ins_a')) await new Promise<void>((resolve) => releases.push(resolve));
+      return delivered(input);
+    });
+    try {
+      const entries: ShardEntry[] = ['evt_1:ins_a', 'evt_2:ins_a', 'evt_3:ins_a'].map((id) => ({ id, installationId: 'ins_a', attempt: 1, dueAt: 0 }));
+      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/lead-${worker.taskQueue}`, args: [{ shard: 0, entries }] });
+      await waitFor(async () => (batches.length === 3 ? true : undefined), 10_000, 'both retry batches');
+      const [, early, late] = batches;
+      assert.deepEqual(
+        early!.entries.map(({ id, attempt, notBefore }) => ({ id, attempt, notBefore })),
+        [
+          { id: 'evt_1:ins_a', attempt: 2, notBefore: retryAt },
+          { id: 'evt_2:ins_a', attempt: 2, notBefore: retryAt + 60 },
+        ],
+      );
+      assert.deepEqual(late!.entries.map(({ id, notBefore }) => ({ id, notBefore })), [{ id: 'evt_3:ins_a', notBefore: retryAt + 1000 }], 'started while the first still waits');
+      // Ahead of its time, by the lead (300 ms) at most.
+      assert.ok(early!.at >= retryAt - 300, `the first retry batch started ${retryAt - early!.at} ms ahead`);
+      releases.shift()!();
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery settled');
+      await handle.terminate('test over');
+    } finally {
+      for (const release of releases) release();
+      await worker.stop();
+    }
+  });
+
   it('hands over to the next run within a second while a batch hangs, and carries that batch over to be attempted after its time', async function () {
     const attempted: string[] = [];
     let release!: () => void;

@@ -20,8 +20,11 @@ export interface AttemptBatchInput {
   /** The shard run making the attempts; each record links to it. */
   workflowId: string;
   runId: string;
-  /** `trace`: the event's ingest span, which each attempt continues. */
-  entries: { id: string; attempt: number; trace?: string }[];
+  /**
+   * `trace`: the event's ingest span, which each attempt continues. `notBefore`: a retry's
+   * time (ms since 1970, from the batch that chose its wait), which the batch waits for.
+   */
+  entries: { id: string; attempt: number; trace?: string; notBefore?: number }[];
 }
 
 /** What the shard needs back: nothing for a finished delivery, what is left of the wait for one to retry. */
@@ -31,6 +34,8 @@ export interface AttemptBatchResult {
   statusCode?: number;
   error?: string;
   retryInMs?: number;
+  /** When that retry is due (ms since 1970, this worker's clock): its attempt is made then, not before. */
+  retryAt?: number;
 }
 
 export interface AttemptBatchDependencies {
@@ -73,6 +78,14 @@ function judge(id: string, record: AttemptRecord, retryAfterMs?: number): Delive
 function remainingWait(waitMs: number, endedAt: number | undefined, now = performance.now()): number {
   return endedAt === undefined ? waitMs : Math.max(0, waitMs - (now - endedAt));
 }
+
+/** A retry's wait left, and its time on this worker's clock. */
+function retryOf(waitMs: number, endedAt: number | undefined, now: number): Pick<AttemptBatchResult, 'retryInMs' | 'retryAt'> {
+  const retryInMs = remainingWait(waitMs, endedAt, now);
+  return { retryInMs, retryAt: Date.now() + retryInMs };
+}
+
+const sleep = (ms: number) => (ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve());
 
 /** Before any attempt an installation that stopped listening means "not for it"; after one, a replayable failure. */
 function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
@@ -153,6 +166,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
+      // A retry batch starts ahead of its retries' time (the shard's lead): the log and the
+      // installations are read once the first is due, so that a change answered before
+      // then applies; each attempt then waits for its own time.
+      await sleep(Math.min(...input.entries.map((entry) => entry.notBefore ?? 0)) - Date.now());
       const deliveries = await deps.log.toAttempt(input.entries);
       /** When each attempt made by this run ended (performance.now()). */
       const endedAt = new Map<string, number>();
@@ -167,6 +184,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           const target = targets.get(delivery.installationId);
           const skipped = notAttempted(delivery, attempt, target);
           if (skipped) return skipped;
+          if (entry.notBefore) await sleep(entry.notBefore - Date.now());
           const outcome = await tracedAttempt(delivery, entry, target!);
           endedAt.set(id, performance.now());
           return outcome;
@@ -174,6 +192,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       );
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       const attemptsEnded = Date.now();
+      const returnedAt = performance.now();
       await deps.log.recordOutcomes(written, input);
       observe(written, endedAt, deliveries, attemptsEnded);
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
@@ -182,7 +201,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         status: outcome.status,
         ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
         ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
-        ...(outcome.status === 'pending' && { retryInMs: remainingWait(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id)) }),
+        ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id), returnedAt)),
       }));
     } finally {
       clearInterval(heartbeat);
