@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { retryDelayMs } from '../src/webhooks/schedule';
 import { signatureHeader } from '../src/webhooks/signature';
 
 export function percentile(values: number[], p: number): number {
@@ -67,14 +68,32 @@ export function httpClient(maxSockets: number): { send: Send; close(): void } {
 
 /**
  * The bare loop: the same signed bodies POSTed straight to the same receiver, keep-alive,
- * signed at each POST, retried at once on a non-2xx until `maxAttempts`.
+ * signed at each POST, retried on a non-2xx until `maxAttempts`: after DESIGN.md's waits
+ * (the platform's own schedule, on plain timers, not holding the caller's slot, as the
+ * platform's 202 does not), or at once when `atOnce`, as no sender keeping the schedule may.
  */
 export function barePoster(url: string, secret: () => string, concurrency: number) {
   const client = httpClient(concurrency);
+  const retrying = new Set<Promise<void>>();
   const postOnce = async (body: string) => (await client.send(url, 'POST', { 'content-type': 'application/json', 'x-platform-signature': signatureHeader(body, [secret()], Math.floor(Date.now() / 1000)) }, body)).status;
+  const retry = async (body: string, attempt: number, maxAttempts: number): Promise<void> => {
+    await new Promise((resolve) => setTimeout(resolve, retryDelayMs(attempt - 1, Math.random())));
+    if ((await postOnce(body)) >= 300 && attempt < maxAttempts) await retry(body, attempt + 1, maxAttempts);
+  };
   return {
-    async post(body: string, maxAttempts = 1): Promise<void> {
-      for (let attempt = 1; attempt <= maxAttempts; attempt++) if ((await postOnce(body)) < 300) return;
+    /** The first attempt; what is retried on schedule goes on after it returns (see `settled`). */
+    async post(body: string, maxAttempts = 1, atOnce = false): Promise<void> {
+      if (atOnce) {
+        for (let attempt = 1; attempt <= maxAttempts; attempt++) if ((await postOnce(body)) < 300) return;
+        return;
+      }
+      if ((await postOnce(body)) < 300 || maxAttempts === 1) return;
+      const retried = retry(body, 2, maxAttempts).finally(() => retrying.delete(retried));
+      retrying.add(retried);
+    },
+    /** Once every retry on schedule is over. */
+    async settled(): Promise<void> {
+      while (retrying.size) await Promise.all(retrying);
     },
     close: client.close,
   };
