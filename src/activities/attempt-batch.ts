@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { DeliveryLog } from '../delivery-log/delivery-log';
 import type { InstallationIndex, InstallationTarget } from '../delivery-log/installation-index';
@@ -22,9 +23,10 @@ export interface AttemptBatchInput {
   runId: string;
   /**
    * `trace`: the event's ingest span, which each attempt continues. `notBefore`: a retry's
-   * time (ms since 1970, from the batch that chose its wait), which the batch waits for.
+   * time (ms since 1970) on the clock `clock` of the worker that chose its wait, which
+   * the attempt waits for.
    */
-  entries: { id: string; attempt: number; trace?: string; notBefore?: number }[];
+  entries: { id: string; attempt: number; trace?: string; notBefore?: number; clock?: string }[];
 }
 
 /** What the shard needs back: nothing for a finished delivery, what is left of the wait for one to retry. */
@@ -34,8 +36,9 @@ export interface AttemptBatchResult {
   statusCode?: number;
   error?: string;
   retryInMs?: number;
-  /** When that retry is due (ms since 1970, this worker's clock): its attempt is made then, not before. */
+  /** When that retry is due (ms since 1970, on the clock of this worker, `clock`): its attempt is made then, not before. */
   retryAt?: number;
+  clock?: string;
 }
 
 export interface AttemptBatchDependencies {
@@ -79,13 +82,30 @@ function remainingWait(waitMs: number, endedAt: number | undefined, now = perfor
   return endedAt === undefined ? waitMs : Math.max(0, waitMs - (now - endedAt));
 }
 
-/** A retry's wait left, and its time on this worker's clock. */
-function retryOf(waitMs: number, endedAt: number | undefined, now: number): Pick<AttemptBatchResult, 'retryInMs' | 'retryAt'> {
-  const retryInMs = remainingWait(waitMs, endedAt, now);
-  return { retryInMs, retryAt: Date.now() + retryInMs };
+/** This worker process's clock, named: a retry's time read on another one gets CLOCK_MARGIN_MS more. */
+const CLOCK = randomBytes(4).toString('hex');
+/**
+ * What a retry chosen on another worker's clock waits beyond its time: workers whose
+ * clocks agree within this (NTP keeps them within a few) never send a retry early.
+ */
+const CLOCK_MARGIN_MS = 50;
+
+/** A retry's wait left now, and its time on this worker's clock. */
+function retryOf(waitMs: number, endedAt: number | undefined): Pick<AttemptBatchResult, 'retryInMs' | 'retryAt' | 'clock'> {
+  const retryInMs = remainingWait(waitMs, endedAt);
+  return { retryInMs, retryAt: Date.now() + retryInMs, clock: CLOCK };
 }
 
-const sleep = (ms: number) => (ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve());
+/** Until a time (ms since 1970) on this worker's clock has passed; true when it waited. */
+async function waitUntil(at: number): Promise<boolean> {
+  if (Date.now() >= at) return false;
+  // setTimeout may end a little before Date.now() reaches the time: wait again until it has.
+  while (Date.now() < at) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
+  return true;
+}
+
+/** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */
+const timeOf = (entry: AttemptBatchInput['entries'][number]): number => (entry.notBefore === undefined ? 0 : entry.notBefore + (entry.clock === CLOCK ? 0 : CLOCK_MARGIN_MS));
 
 /** Before any attempt an installation that stopped listening means "not for it"; after one, a replayable failure. */
 function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
@@ -98,9 +118,9 @@ function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: Inst
 
 /**
  * One batch of attempts (DESIGN.md §3), all of one installation, a webhook's POSTs or an
- * integration's events into its isolate: reads the
- * deliveries and the installation from the log now (so a pause, a new URL or a rotated
- * secret apply at once), POSTs concurrently over keep-alive, signs each with a fresh
+ * integration's events into its isolate: reads the deliveries and the installation from
+ * the log when its attempts are due (so a pause, a new URL or a rotated secret answered
+ * before then applies), POSTs concurrently over keep-alive, signs each with a fresh
  * timestamp, and writes every outcome to the log in one transaction. Run again after a
  * worker died, it returns what was recorded instead of sending again; what was sent but
  * not recorded is sent again (receivers dedupe by eventId).
@@ -166,10 +186,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
-      // A retry batch starts ahead of its retries' time (the shard's lead): the log and the
-      // installations are read once the first is due, so that a change answered before
-      // then applies; each attempt then waits for its own time.
-      await sleep(Math.min(...input.entries.map((entry) => entry.notBefore ?? 0)) - Date.now());
+      // A retry batch starts ahead of its retries' time (the shard's lead): the log is read
+      // once the first is due, and an attempt that waits beyond that reads its installation
+      // again, so that a change answered before its time applies.
+      await waitUntil(Math.min(...input.entries.map(timeOf)));
       const deliveries = await deps.log.toAttempt(input.entries);
       /** When each attempt made by this run ended (performance.now()). */
       const endedAt = new Map<string, number>();
@@ -181,10 +201,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           // Gone (purged) or finished already (handed over twice): nothing to do.
           if (!delivery) return undefined;
           if (delivery.recorded) return judge(id, delivery.recorded);
-          const target = targets.get(delivery.installationId);
+          const waited = await waitUntil(timeOf(entry));
+          const target = waited ? (await deps.installations.targets([delivery.installationId])).get(delivery.installationId) : targets.get(delivery.installationId);
           const skipped = notAttempted(delivery, attempt, target);
           if (skipped) return skipped;
-          if (entry.notBefore) await sleep(entry.notBefore - Date.now());
           const outcome = await tracedAttempt(delivery, entry, target!);
           endedAt.set(id, performance.now());
           return outcome;
@@ -192,7 +212,6 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       );
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       const attemptsEnded = Date.now();
-      const returnedAt = performance.now();
       await deps.log.recordOutcomes(written, input);
       observe(written, endedAt, deliveries, attemptsEnded);
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
@@ -201,7 +220,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         status: outcome.status,
         ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
         ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
-        ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id), returnedAt)),
+        ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id))),
       }));
     } finally {
       clearInterval(heartbeat);

@@ -16,8 +16,9 @@ export interface ShardEntry extends ShardItem {
   attempt: number;
   /** Workflow time (ms) before which it waits; 0 for at once. */
   dueAt: number;
-  /** A retry's exact time (ms since 1970, the clock of the batch that chose its wait): its attempt waits for it. */
+  /** A retry's exact time (ms since 1970, on the clock `clock` of the worker that chose its wait): its attempt waits for it. */
   notBefore?: number;
+  clock?: string;
 }
 
 export interface ShardInput {
@@ -75,9 +76,9 @@ const BATCH = 100;
 /** Hand-overs per run: a bounded history (and, for updates, under the server's 2,000 per run). */
 const HAND_OVERS_PER_RUN = 1500;
 /**
- * Batches in flight per lane. A lane with one in flight starts another only when it has a
- * full batch: one busy installation is not held to one batch per round trip, and a
- * receiver that hangs holds a few slots, not the shard.
+ * Batches in flight per first-attempt lane. A lane with one in flight starts another only
+ * when it has a full batch: one busy installation is not held to one batch per round
+ * trip, and a receiver that hangs holds a few slots, not the shard.
  */
 const LANE_BATCHES = 4;
 /** How long a handover waits for the batches in flight before it carries them over. */
@@ -97,7 +98,10 @@ const CARRIED_BATCH_DELAY_MS = 15_000;
 const RETRY_LEAD_MS = 300;
 /** Retries due within this long of the earliest go in its batch (up to BATCH). */
 const RETRY_GROUP_MS = 100;
-/** Retry batches in flight per lane: with the lead, several overlap while they wait for their time. */
+/**
+ * Batches in flight per retry lane, partial ones included: with the lead, several overlap
+ * while they wait for their time (a receiver that hangs holds 4 + 8 slots at most).
+ */
 const RETRY_LANE_BATCHES = 8;
 /** Batches in flight at once; the server fails a workflow task past 2,000 pending activities. */
 const MAX_BATCHES_IN_FLIGHT = 500;
@@ -132,7 +136,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   /**
    * An installation's first attempts and its retries are batched apart, in lanes of their
    * own: a retry goes out when due, not after the first attempts in flight, and a slow
-   * receiver holds its lanes' slots (LANE_BATCHES each) at most.
+   * receiver holds its lanes' slots (LANE_BATCHES and RETRY_LANE_BATCHES) at most.
    */
   const laneOf = (entry: ShardEntry) => (lanes && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId);
   /** Due now, per lane, in arrival order. */
@@ -198,7 +202,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
       // Led, a retry is due at the time the attempt's worker chose (retryAt), which the
       // batch waits for: the trip of this result to the workflow does not lengthen the wait.
       const notBefore = led ? result.retryAt : undefined;
-      add({ ...entry, attempt: entry.attempt + 1, dueAt: notBefore ?? Date.now() + result.retryInMs, ...(notBefore !== undefined && { notBefore }) });
+      add({ ...entry, attempt: entry.attempt + 1, dueAt: notBefore ?? Date.now() + result.retryInMs, ...(notBefore !== undefined && { notBefore, clock: result.clock }) });
     }
   }
 
@@ -210,7 +214,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     const batch = ++batches;
     flying.set(batch, { entries, startedAt: Date.now() });
     try {
-      const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt, trace, notBefore }) => ({ id, attempt, ...(trace && { trace }), ...(notBefore !== undefined && { notBefore }) })) });
+      const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt, trace, notBefore, clock }) => ({ id, attempt, ...(trace && { trace }), ...(notBefore !== undefined && { notBefore, clock }) })) });
       settle(entries, results);
     } catch (err) {
       // The platform could not attempt them (its retries spent): a final, replayable state.
@@ -282,7 +286,8 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   await wf.condition(wf.allHandlersFinished);
   // The epoch is over and all it took is final.
   if (known.size === 0 && Date.now() >= closesAt) return;
-  const carried = [...flying.values()].flatMap(({ entries, startedAt }) => entries.map((entry) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
+  // Carried, a retry's time is long past: it waits for its batch's delay, with no lead.
+  const carried = [...flying.values()].flatMap(({ entries, startedAt }) => entries.map(({ notBefore: _time, clock: _clock, ...entry }) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
   const entries = [...[...ready.values()].flat(), ...waiting, ...carried];
   await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.epochEndsAt !== undefined && { epochEndsAt: input.epochEndsAt }), ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }) });
 }
