@@ -3,6 +3,7 @@ import Stripe from 'stripe';
 import { EncryptionCodec } from '../src/temporal/codec';
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
+import { idsOfOneShard } from './support/settings';
 
 describe('a delivery to a receiver that answers 200', function () {
   const platform = new TestPlatform(__filename);
@@ -76,5 +77,38 @@ describe('a delivery to a receiver that answers 200', function () {
     assert.deepEqual(again.body, ingest.body);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     assert.equal(receiver.requests.length, 1);
+  });
+});
+
+describe('an attempt batch writes its outcomes as they come', function () {
+  const platform = new TestPlatform(__filename);
+  let slowArrived: number | undefined;
+  /** The slow event's attempt is held 8 s (under the 10 s timeout); the other is answered at once. */
+  const receiver = new ScriptedReceiver((_n, request) => {
+    if (!request.body.includes('"slow"')) return { status: 200 };
+    slowArrived ??= Date.now();
+    return { status: 200, delayMs: 8000 };
+  });
+  before(async () => Promise.all([platform.start(), receiver.start()]));
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  it('records a delivery answered at once while its batch still waits on a slow receiver: a worker dying then would not send it again', async function () {
+    const tenant = await platform.tenant();
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
+    // One batch ingest to one shard and one installation: both deliveries go to the shard together, in one attempt batch.
+    const [slowId, fastId] = idsOfOneShard(`together_${Date.now()}`, 2);
+    const batch = await platform.admin('POST', '/v1/events/batch', {
+      events: [spaceEvent(tenant.org, 'space-1', { eventId: slowId, revisionId: 'slow' }), spaceEvent(tenant.org, 'space-1', { eventId: fastId, revisionId: 'fast' })],
+    });
+    assert.equal(batch.status, 202);
+    const [slow, fast] = batch.body.results.map((result: any) => result.deliveries[0] as string);
+    const delivered = await platform.finalDelivery(fast!, tenant.token, 20_000);
+    const recordedAt = Date.now();
+    assert.equal(delivered.status, 'delivered');
+    assert.ok(slowArrived !== undefined && recordedAt - slowArrived < 8000, 'the slow attempt is still held');
+    const held = await platform.http('GET', `/v1/deliveries/${encodeURIComponent(slow!)}`, { token: tenant.token });
+    assert.equal(held.body.status, 'pending');
+    // In one batch: the fast attempt went out beside the held one (a batch of its own would have waited for it).
+    assert.deepEqual(receiver.requests.map((request) => JSON.parse(request.body).revisionId), ['slow', 'fast']);
   });
 });

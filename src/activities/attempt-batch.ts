@@ -9,6 +9,7 @@ import { PLATFORM_VERSION } from '../version';
 import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, postOnce } from './http-attempt';
+import { OutcomeRecorder } from './outcome-recorder';
 import { attemptDuration, deliveriesFinished, logWriteLag, retriesScheduled, statusClass } from '../metrics';
 import { publicEndpoint } from '../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
@@ -53,7 +54,7 @@ export interface AttemptBatchDependencies {
   attemptTimeoutMs?: number;
 }
 
-/** Metrics of a written batch: attempts by outcome class, retries, finished deliveries, the log's lag. */
+/** Metrics of a write of a batch: attempts by outcome class, retries, finished deliveries, the log's lag. */
 function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>, deliveries: Map<string, DeliveryToAttempt>, attemptsEnded: number): void {
   logWriteLag.observe((Date.now() - attemptsEnded) / 1000);
   for (const outcome of written) {
@@ -81,6 +82,9 @@ function judge(id: string, record: AttemptRecord, retryAfterMs?: number): Delive
 function remainingWait(waitMs: number, endedAt: number | undefined, now = performance.now()): number {
   return endedAt === undefined ? waitMs : Math.max(0, waitMs - (now - endedAt));
 }
+
+/** How long an attempt's outcome may wait for others to share its write (see OutcomeRecorder). */
+const RECORD_EVERY_MS = 20;
 
 /** This worker process's clock, named: a retry's time read on another one gets CLOCK_MARGIN_MS more. */
 const CLOCK = randomBytes(4).toString('hex');
@@ -121,9 +125,10 @@ function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: Inst
  * integration's events into its isolate: reads the deliveries and the installation from
  * the log when its attempts are due (so a pause, a new URL or a rotated secret answered
  * before then applies), POSTs concurrently over keep-alive, signs each with a fresh
- * timestamp, and writes every outcome to the log in one transaction. Run again after a
- * worker died, it returns what was recorded instead of sending again; what was sent but
- * not recorded is sent again (receivers dedupe by eventId).
+ * timestamp, and writes the outcomes to the log as they come (a transaction for those
+ * within 20 ms of each other). Run again after a worker died, it returns what was recorded
+ * instead of sending again; what was sent but not recorded is sent again (receivers dedupe
+ * by eventId).
  */
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
@@ -194,6 +199,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       /** When each attempt made by this run ended (performance.now()). */
       const endedAt = new Map<string, number>();
       const targets = await deps.installations.targets([...new Set([...deliveries.values()].map((d) => d.installationId))]);
+      const recorder = new OutcomeRecorder(async (part, lastAt) => {
+        await deps.log.recordOutcomes(part, input);
+        observe(part, endedAt, deliveries, lastAt);
+      }, RECORD_EVERY_MS);
       const outcomes = await Promise.all(
         input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {
           const { id, attempt } = entry;
@@ -207,13 +216,14 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (skipped) return skipped;
           const outcome = await tracedAttempt(delivery, entry, target!);
           endedAt.set(id, performance.now());
+          recorder.add(outcome);
           return outcome;
         }),
       );
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
-      const attemptsEnded = Date.now();
-      await deps.log.recordOutcomes(written, input);
-      observe(written, endedAt, deliveries, attemptsEnded);
+      // What was recorded before, skipped or judged without an attempt goes with the rest.
+      for (const outcome of written) if (!endedAt.has(outcome.id)) recorder.add(outcome);
+      await recorder.close();
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
       return written.map((outcome) => ({
         id: outcome.id,

@@ -21,7 +21,7 @@ export const attemptDuration = new Histogram({
 export const retriesScheduled = new Counter({ name: 'platform_retries_scheduled_total', help: 'Attempts that ended in a retry wait', registers: [registry] });
 export const logWriteLag = new Histogram({
   name: 'platform_delivery_log_write_lag_seconds',
-  help: 'From the end of a batch’s last attempt to its outcomes committed in the delivery log',
+  help: 'From the end of the last attempt of a write of a batch to its outcomes committed in the delivery log',
   buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
   registers: [registry],
 });
