@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { AttemptBatchInput, AttemptBatchResult } from '../src/activities/attempt-batch';
 import { backlogQuery, deliveryEpochWorkflow, deliveryShardWorkflow, handOverSignal, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
@@ -39,6 +39,11 @@ describe('the delivery shard workflow', function () {
     return { taskQueue, stop: async () => (worker.shutdown(), await running) };
   }
   const delivered = (input: AttemptBatchInput): AttemptBatchResult[] => input.entries.map((entry) => ({ id: entry.id, status: 'delivered' }));
+  /** Until the shard holds nothing, then its run ends. */
+  async function settled(handle: WorkflowHandle): Promise<void> {
+    await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery settled');
+    await handle.terminate('test over');
+  }
 
   it('keeps at most 500 attempt batches in flight (the server fails a task past 2,000 pending activities), and every installation has its turn', async function () {
     const attempted = new Set<string>();
@@ -90,8 +95,7 @@ describe('the delivery shard workflow', function () {
       await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'the partial batch');
       assert.equal(batches[4], 50);
       releases.shift()!();
-      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery settled');
-      await handle.terminate('test over');
+      await settled(handle);
     } finally {
       for (const release of releases) release();
       await worker.stop();
@@ -166,8 +170,7 @@ describe('the delivery shard workflow', function () {
       assert.ok(Math.abs(firesAt - (retryAt - 300)) <= 20, `the timer fires ${retryAt - firesAt} ms ahead of the retry's time`);
       assert.ok(early!.at >= retryAt - 300, `the first retry batch started ${retryAt - early!.at} ms ahead`);
       releases.shift()!();
-      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery settled');
-      await handle.terminate('test over');
+      await settled(handle);
     } finally {
       for (const release of releases) release();
       await worker.stop();
