@@ -125,8 +125,7 @@ function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: Inst
  * integration's events into its isolate: reads the deliveries and the installation from
  * the log when its attempts are due (so a pause, a new URL or a rotated secret answered
  * before then applies), POSTs concurrently over keep-alive, signs each with a fresh
- * timestamp, and writes the outcomes to the log as they come (a transaction for those
- * within 20 ms of each other). Run again after a worker died, it returns what was recorded
+ * timestamp, and writes the outcomes to the log as they come (see OutcomeRecorder). Run again after a worker died, it returns what was recorded
  * instead of sending again; what was sent but not recorded is sent again (receivers dedupe
  * by eventId).
  */
@@ -209,20 +208,21 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           const delivery = deliveries.get(id);
           // Gone (purged) or finished already (handed over twice): nothing to do.
           if (!delivery) return undefined;
+          // Recorded by an earlier run of the batch (written and counted then): its outcome again.
           if (delivery.recorded) return judge(id, delivery.recorded);
           const waited = await waitUntil(timeOf(entry));
           const target = waited ? (await deps.installations.targets([delivery.installationId])).get(delivery.installationId) : targets.get(delivery.installationId);
-          const skipped = notAttempted(delivery, attempt, target);
-          if (skipped) return skipped;
-          const outcome = await tracedAttempt(delivery, entry, target!);
-          endedAt.set(id, performance.now());
+          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!));
+          if (outcome.attempt) endedAt.set(id, performance.now());
           recorder.add(outcome);
           return outcome;
         }),
-      );
+      ).catch(async (err: unknown) => {
+        // The batch fails and runs again: what its other attempts end with is not written after it.
+        await recorder.abort();
+        throw err;
+      });
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
-      // What was recorded before, skipped or judged without an attempt goes with the rest.
-      for (const outcome of written) if (!endedAt.has(outcome.id)) recorder.add(outcome);
       await recorder.close();
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
       return written.map((outcome) => ({

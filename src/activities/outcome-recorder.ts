@@ -1,12 +1,12 @@
 import type { DeliveryOutcome } from '../delivery-log/types';
 
 /**
- * Writes an attempt batch's outcomes as they come: those that ended within `everyMs` of
- * each other go in one transaction, one write at a time, and `close` writes the rest. A
- * worker that dies mid-batch has the batch run again, which sends again only what was sent
- * and not yet written (at most `everyMs` of attempts and those in flight), not the whole
- * batch: with one write at the batch's end, a worker killed at 1,000 events/s had 300
- * deliveries POSTed twice.
+ * Writes an attempt batch's outcomes as they come: an outcome waits `everyMs` at most for
+ * others to share its transaction (and for the write before to end), and `close` writes
+ * the rest. A worker that dies mid-batch has the batch run again, which sends again only
+ * what was sent and not yet written (`everyMs` of attempts and those in flight), not the
+ * whole batch: with one write at the batch's end, a worker killed at 1,000 events/s had
+ * 300 deliveries POSTed twice.
  */
 export class OutcomeRecorder {
   private queued: DeliveryOutcome[] = [];
@@ -15,6 +15,7 @@ export class OutcomeRecorder {
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | undefined;
+  private aborted = false;
 
   constructor(
     private readonly write: (outcomes: DeliveryOutcome[], lastAt: number) => Promise<void>,
@@ -22,6 +23,7 @@ export class OutcomeRecorder {
   ) {}
 
   add(outcome: DeliveryOutcome): void {
+    if (this.aborted) return;
     this.queued.push(outcome);
     this.lastAt = Date.now();
     this.timer ??= setTimeout(() => void this.flush(), this.everyMs);
@@ -31,6 +33,15 @@ export class OutcomeRecorder {
   async close(): Promise<void> {
     await this.flush();
     if (this.failure) throw this.failure.error;
+  }
+
+  /** The batch failed: nothing more is written; resolves once a write in progress has ended. */
+  async abort(): Promise<void> {
+    this.aborted = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.queued = [];
+    await this.writing;
   }
 
   private flush(): Promise<void> {
