@@ -7,11 +7,13 @@ import { stopOnSignals } from '../lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from '../net/guards';
 import { createIntegrationRuntime } from '../isolates';
 import { startTracing } from '../tracing';
+import { installTemporalRuntime } from '../temporal/runtime-logger';
 
 /** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
 async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'api');
+  installTemporalRuntime(logger, { worker: false });
   const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-api' });
   const platformPorts = platformPortsOf(config);
   await assertEgressAllowList(config.egressAllow, platformPorts);

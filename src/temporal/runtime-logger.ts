@@ -15,7 +15,12 @@ export function temporalRuntimeLogger(logger: Logger): TemporalLogger {
   return { log: (level, message, meta) => at(level)(message, meta), trace: at('TRACE'), debug: at('DEBUG'), info: at('INFO'), warn: at('WARN'), error: at('ERROR') };
 }
 
-/** Installs the process-wide Temporal runtime with its logs, native core's included, in pino. */
-export function installTemporalRuntime(logger: Logger): void {
-  Runtime.install({ logger: temporalRuntimeLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } } });
+/**
+ * Installs the process-wide Temporal runtime with its logs, native core's included, in
+ * pino. `worker`: the runtime drains the process's worker on SIGINT and SIGTERM; a process
+ * without one (the API alone, whose client's native half runs in the runtime) leaves its
+ * signals to its own handlers.
+ */
+export function installTemporalRuntime(logger: Logger, { worker = true } = {}): void {
+  Runtime.install({ logger: temporalRuntimeLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } }, ...(!worker && { shutdownSignals: [] }) });
 }
