@@ -49,7 +49,7 @@ export function fromTemporal(err: unknown): unknown {
   }
   if (err instanceof QueryNotRegisteredError) return notFound('resource');
   // INVALID_ARGUMENT: what the client sent (a forged page token, say) was refused by Temporal.
-  if (isGrpcServiceError(err) && err.code === 3) return badRequest(`refused: ${err.details}`);
+  if (isGrpcServiceError(err) && err.code === 3) return badRequest(`refused: ${err.details || err.message}`);
   // DEADLINE_EXCEEDED, UNAVAILABLE: the engine did not answer in time; come back in a second.
   const grpc = isGrpcServiceError(err) ? err : isGrpcServiceError((err as { cause?: unknown })?.cause) ? ((err as { cause: unknown }).cause as { code: number }) : undefined;
   if (grpc && (grpc.code === 4 || grpc.code === 14)) return unavailable('Temporal did not answer in time; try again', err);
