@@ -125,9 +125,9 @@ function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: Inst
  * integration's events into its isolate: reads the deliveries and the installation from
  * the log when its attempts are due (so a pause, a new URL or a rotated secret answered
  * before then applies), POSTs concurrently over keep-alive, signs each with a fresh
- * timestamp, and writes the outcomes to the log as they come (see OutcomeRecorder). Run again after a worker died, it returns what was recorded
- * instead of sending again; what was sent but not recorded is sent again (receivers dedupe
- * by eventId).
+ * timestamp, and writes the outcomes to the log as they come (see OutcomeRecorder). Run
+ * again after a worker died, it returns what was recorded instead of sending again; what
+ * was sent but not recorded is sent again (receivers dedupe by eventId).
  */
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
