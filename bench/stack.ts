@@ -21,8 +21,11 @@ export function peakRssMiB(pid: number | undefined): number | undefined {
   }
 }
 
+/** The Node flags platform processes run with, as `npm start` and the Dockerfile give them (package.json `config.nodeFlags`). */
+const NODE_FLAGS = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { config: { nodeFlags: string } }).config.nodeFlags.split(' ');
+
 function node(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [path.join(root, 'dist', 'src', script)], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'dist', 'src', script)], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 async function waitHealthy(base: string): Promise<void> {

@@ -44,6 +44,15 @@ describe('deployment files', function () {
     assert.match(read('Dockerfile'), /npm run build/);
   });
 
+  it('the API and the worker run with the Node flags npm start gives the embedded default', function () {
+    const pkg = JSON.parse(read('package.json'));
+    assert.match(pkg.config.nodeFlags, /^--max-semi-space-size=\d+$/);
+    assert.match(pkg.scripts.start, /exec node \$npm_package_config_nodeFlags dist\/src\/main\.js$/);
+    assert.match(read('Dockerfile'), new RegExp(`^ENV NODE_OPTIONS=${pkg.config.nodeFlags}$`, 'm'));
+    // What docker-compose sets for a service would replace the image's NODE_OPTIONS.
+    for (const service of ['api', 'worker']) assert.equal(envOf(service).NODE_OPTIONS, undefined, service);
+  });
+
   it('the Temporal server gets the dynamic config the dev server runs with (eager activity execution)', function () {
     const [mount] = services.temporal.volumes as string[];
     const [source, target] = mount!.split(':');
