@@ -2,7 +2,15 @@ import type { InstallationTarget } from '../delivery-log/installation-index';
 import type { IntegrationEnvironment } from '../runtime/types';
 import { targetKind } from './webhook';
 
-export const publicEndpoint = (baseUrl: string, integration: string, installationId: string): string => `${baseUrl}/v1/integrations/${integration}/installations/${installationId}/public`;
+/** The route of an installation's public endpoint (any path under it goes to its code too). */
+export const PUBLIC_ENDPOINT_ROUTE = '/v1/integrations/:name/installations/:id/public';
+
+export const publicEndpoint = (baseUrl: string, integration: string, installationId: string): string =>
+  `${baseUrl}${PUBLIC_ENDPOINT_ROUTE.replace(':name', () => integration).replace(':id', () => installationId)}`;
+
+/** Paths the route answers (the router matches regardless of case): they call integration code. */
+const PUBLIC_ENDPOINT_PATH = new RegExp(`^${PUBLIC_ENDPOINT_ROUTE.replace(/:\w+/g, '[^/]+')}(/|$)`, 'i');
+export const isPublicEndpointPath = (pathname: string): boolean => PUBLIC_ENDPOINT_PATH.test(pathname);
 
 /**
  * `context.environment` for one call (SPEC.md's environment table, for the installation's

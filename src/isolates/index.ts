@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Client } from '@temporalio/client';
+import { isPublicEndpointPath } from '../integrations/environment';
 import { InstallationTokens } from '../integrations/installation-tokens';
 import { IntegrationVersions } from '../integrations/versions';
 import type { DestinationGuard } from '../net/destination-guard';
@@ -26,8 +27,6 @@ export interface RuntimeOptions {
 
 /** An installation's token (`itk_…`), the only credential the binding carries. */
 const INSTALLATION_BEARER = /^Bearer itk_\S+$/;
-/** Public endpoints call integration code: through the binding, code could call itself without end. */
-const PUBLIC_ENDPOINT = /^\/v1\/integrations\/[^/]+\/installations\/[^/]+\/public(\/|$)/i;
 
 /**
  * The `platformApi` binding of every isolate: platform code that forwards the isolate's
@@ -45,7 +44,7 @@ function platformApiBinding(baseUrl: string): NodeService {
   return (req, res) => {
     const asked = new URL(req.url ?? '/', base);
     const target = new URL(`${asked.pathname}${asked.search}`, base);
-    if (target.origin !== base.origin || !target.pathname.startsWith('/v1/') || PUBLIC_ENDPOINT.test(target.pathname) || !INSTALLATION_BEARER.test(req.headers.authorization ?? '')) {
+    if (target.origin !== base.origin || !target.pathname.startsWith('/v1/') || isPublicEndpointPath(target.pathname) || !INSTALLATION_BEARER.test(req.headers.authorization ?? '')) {
       req.resume();
       res.writeHead(403, { 'content-type': 'application/json' });
       res.end('{"error":"forbidden","message":"the platform API binding carries only /v1/ calls made with the installation token, and none to a public endpoint"}');

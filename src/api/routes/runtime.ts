@@ -1,5 +1,5 @@
 import type { InstallationTarget } from '../../delivery-log/installation-index';
-import { publicEndpoint } from '../../integrations/environment';
+import { PUBLIC_ENDPOINT_ROUTE, publicEndpoint } from '../../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
 import type { OAuthTicketKind } from '../../integrations/oauth-states';
 import { IsolateError } from '../../isolates/isolate-pool';
@@ -45,7 +45,7 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
   routes.add<Buffer>(
     {
       method: 'all',
-      path: '/v1/integrations/:name/installations/:id/public',
+      path: PUBLIC_ENDPOINT_ROUTE,
       summary: 'An installation’s public endpoint (and any path under it): the request goes to the integration’s fetch handler, its answer comes back as it is',
       access: 'anyone',
       rawBodyLimit: PUBLIC_BODY_LIMIT,
