@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
+import { untilWorkerAnswers } from './support/worker-outage';
 
 function startWorkerProcess(platform: TestPlatform): Promise<ChildProcess> {
   const child = spawn(process.execPath, [path.join(__dirname, 'support', 'worker-process.js'), platform.namespace, platform.taskQueue, platform.databaseUrl, platform.api.url], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -26,6 +27,7 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
     this.timeout(120_000);
     await Promise.all([platform.start(), receiver.start()]);
     let worker = await startWorkerProcess(platform);
+    await untilWorkerAnswers(platform);
     tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'crash' }, receiver.url, { space_content_updated: true });
     for (let i = 0; i < 12; i++) {

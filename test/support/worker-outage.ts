@@ -10,15 +10,22 @@ import { createTestWorker } from './worker';
 export async function runWorkerOf(platform: TestPlatform): Promise<{ stop(): Promise<void> }> {
   const worker = await createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
   const running = worker.run();
-  // A fresh worker's first task (the directory's replay) can outlast the API's 1.5 s
-  // deadline under the whole suite's load: a query (safe to repeat, unlike a creation) warms it.
-  await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
+  await untilWorkerAnswers(platform);
   return {
     async stop() {
       worker.shutdown();
       await running;
     },
   };
+}
+
+/**
+ * Until the platform's worker answers a query. A fresh worker's first task (the
+ * directory's replay) can outlast the API's 1.5 s deadline under the whole suite's load: a
+ * query (safe to repeat, unlike a creation) warms it.
+ */
+export async function untilWorkerAnswers(platform: TestPlatform): Promise<void> {
+  await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
 }
 
 /** Posts an event again after each refusal, as a client honouring Retry-After does, until it is accepted. */
