@@ -129,6 +129,28 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('wakes on one timer while hand-overs trickle in, rather than starting a timer in each workflow task and cancelling it in the next', async function () {
+    const worker = await standIn(async (input) => delivered(input));
+    try {
+      const input: ShardInput = { shard: 0, epochEndsAt: Date.now() + 1000 };
+      const workflowId = `delivery-shard/trickle-${worker.taskQueue}`;
+      for (let i = 0; i < 8; i++) {
+        await client.workflow.signalWithStart(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId, args: [input], signal: handOverSignal, signalArgs: [[{ id: `evt_${i}:ins_a`, installationId: 'ins_a' }]] });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const handle = client.workflow.getHandle(workflowId);
+      await waitFor(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 10_000, 'the workflow to complete');
+      const events = (await handle.fetchHistory()).events!;
+      const count = (has: (event: (typeof events)[number]) => unknown) => events.filter(has).length;
+      assert.equal(count((event) => event.activityTaskCompletedEventAttributes), 8, 'a batch for each hand-over');
+      assert.ok(count((event) => event.workflowTaskCompletedEventAttributes) >= 16, 'a workflow task for each hand-over and each batch');
+      assert.equal(count((event) => event.timerStartedEventAttributes), 1, 'one timer: the end of the epoch and its grace');
+      assert.equal(count((event) => event.timerCanceledEventAttributes), 0);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('starts a retry batch ahead of its time with each retry’s exact time, retries due within 100 ms of the earliest together, and a batch beside one still waiting', async function () {
     const batches: { at: number; entries: AttemptBatchInput['entries'] }[] = [];
     const offsets: Record<string, number> = { 'evt_1:ins_a': 0, 'evt_2:ins_a': 60, 'evt_3:ins_a': 3000 };

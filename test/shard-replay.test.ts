@@ -7,8 +7,9 @@ import { dataConverter } from '../src/temporal/client';
 import { testSettings } from './support/settings';
 
 const HISTORIES = path.join(__dirname, '..', '..', 'test', 'fixtures', 'histories');
-/** The throwaway key the recorded run's payloads are sealed with (test data, nothing else). */
+/** The throwaway keys the recorded runs' payloads are sealed with (test data, nothing else). */
 const RECORDED_KEY = 'h+CpnhFLCJ6ReMLq1Qh0vYJsougeaoPFRkRrToJC68Y=';
+const EPOCH_RECORDED_KEY = '+GH8U8W+zK3WLxcM13WVOfXFf//KNknbkE7tmQRHj4o=';
 
 /**
  * Workflow code changes must replay what earlier versions recorded: a shard run still open
@@ -21,5 +22,11 @@ describe('delivery shard histories recorded by earlier versions', function () {
     // Recorded with the platform at 4c761b0: 60 events to two installations, one POST in five answered 500.
     const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, 'delivery-shard-0.1.0.bin.gz'))));
     await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(RECORDED_KEY) }, history, 'delivery-shard/0');
+  });
+
+  it('replays an epoch run of 8f350da (a timer started in each workflow task and cancelled in the next, led retries) without a nondeterminism error', async function () {
+    // Recorded with the platform at 8f350da: 100 events a second to one installation, one POST in five answered 500.
+    const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, 'delivery-epoch-8f350da.bin.gz'))));
+    await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(EPOCH_RECORDED_KEY) }, history, 'delivery-shard/0/epoch');
   });
 });

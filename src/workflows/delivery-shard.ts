@@ -244,6 +244,28 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
    * retries) for a second at most: a receiver that hangs must not stop the whole shard.
    */
   let drainingSince: number | undefined;
+  // Runs started before the steady alarm replay as they ran: each workflow task started a timer and the next cancelled it.
+  const steady = wf.patched('steady-alarm');
+  /**
+   * The one wake-up timer pending. It is kept while no earlier wake-up is wanted (a later
+   * one is set once it rings): at a steady trickle of hand-overs, a workflow task used to
+   * start a timer and the next to cancel it, four history events and two commands an event.
+   */
+  let alarm: { at: number; rings: Promise<void>; scope: wf.CancellationScope } | undefined;
+  const wakeBy = (at: number): Promise<void> => {
+    if (!alarm || at < alarm.at) {
+      alarm?.scope.cancel();
+      const scope = new wf.CancellationScope();
+      const rings = scope.run(() => wf.sleep(Math.max(1, at - Date.now()))).then(
+        () => {
+          if (alarm?.scope === scope) alarm = undefined;
+        },
+        () => undefined, // cancelled: an earlier one replaced it
+      );
+      alarm = { at, rings, scope };
+    }
+    return alarm.rings;
+  };
   for (;;) {
     changed = false;
     const now = Date.now();
@@ -278,8 +300,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     if (drainingSince !== undefined && lanes) deadlines.push(drainingSince + HANDOVER_WAIT_MS);
     if (now < closesAt) deadlines.push(closesAt);
     const next = Math.min(...deadlines);
-    if (Number.isFinite(next)) await wf.condition(() => changed, Math.max(1, next - Date.now()));
-    else await wf.condition(() => changed);
+    if (!Number.isFinite(next)) await wf.condition(() => changed);
+    else if (steady) await Promise.race([wf.condition(() => changed), wakeBy(next)]);
+    else await wf.condition(() => changed, Math.max(1, next - Date.now()));
   }
   // No update may be left half handled; what is queued, waiting or still in flight goes to
   // the next run (what is in flight after the time it needs to end).
