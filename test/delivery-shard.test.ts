@@ -151,15 +151,15 @@ describe('the delivery shard workflow', function () {
     }
   });
 
-  it('starts a retry batch ahead of its time with each retry’s exact time, retries due within 100 ms of the earliest together, and a batch beside one still waiting', async function () {
+  it('starts a retry batch 1.5 s ahead of its time (timers fire on whole seconds) with each retry’s exact time, retries due within 500 ms of the earliest together, and a batch beside one still waiting', async function () {
     const batches: { at: number; entries: AttemptBatchInput['entries'] }[] = [];
-    const offsets: Record<string, number> = { 'evt_1:ins_a': 0, 'evt_2:ins_a': 60, 'evt_3:ins_a': 3000 };
+    const offsets: Record<string, number> = { 'evt_1:ins_a': 0, 'evt_2:ins_a': 400, 'evt_3:ins_a': 3000 };
     let retryAt = 0;
     const releases: (() => void)[] = [];
     const worker = await standIn(async (input) => {
       batches.push({ at: Date.now(), entries: input.entries });
       if (input.entries[0]!.attempt === 1) {
-        // Two retries 60 ms apart, one 3 s later.
+        // Two retries 400 ms apart, one 3 s later.
         retryAt = Date.now() + 3000;
         return input.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 3000 + offsets[entry.id]!, retryAt: retryAt + offsets[entry.id]!, clock: 'worker-a' }));
       }
@@ -176,11 +176,11 @@ describe('the delivery shard workflow', function () {
         early!.entries.map(({ id, attempt, notBefore, clock }) => ({ id, attempt, notBefore, clock })),
         [
           { id: 'evt_1:ins_a', attempt: 2, notBefore: retryAt, clock: 'worker-a' },
-          { id: 'evt_2:ins_a', attempt: 2, notBefore: retryAt + 60, clock: 'worker-a' },
+          { id: 'evt_2:ins_a', attempt: 2, notBefore: retryAt + 400, clock: 'worker-a' },
         ],
       );
       assert.deepEqual(late!.entries.map(({ id, notBefore }) => ({ id, notBefore })), [{ id: 'evt_3:ins_a', notBefore: retryAt + 3000 }], 'started while the first still waits');
-      // The shard's timer for the first retry fired 300 ms ahead of its time, by workflow time (the task's start):
+      // The shard's timer for the first retry was set for 1.5 s ahead of its time, by workflow time (the task's start):
       // not after the time, as a plain timer would, nor earlier.
       const events = (await handle.fetchHistory()).events!;
       const at = (event: (typeof events)[number]) => Number(event.eventTime!.seconds) * 1000 + Math.round(event.eventTime!.nanos! / 1e6);
@@ -189,8 +189,8 @@ describe('the delivery shard workflow', function () {
       const taskStarted = events.slice(0, timer).reverse().find((event) => event.workflowTaskStartedEventAttributes)!;
       const { seconds, nanos } = events[timer]!.timerStartedEventAttributes!.startToFireTimeout!;
       const firesAt = at(taskStarted) + Number(seconds) * 1000 + Math.round((nanos ?? 0) / 1e6);
-      assert.ok(Math.abs(firesAt - (retryAt - 300)) <= 20, `the timer fires ${retryAt - firesAt} ms ahead of the retry's time`);
-      assert.ok(early!.at >= retryAt - 300, `the first retry batch started ${retryAt - early!.at} ms ahead`);
+      assert.ok(Math.abs(firesAt - (retryAt - 1500)) <= 20, `the timer fires ${retryAt - firesAt} ms ahead of the retry's time`);
+      assert.ok(early!.at >= retryAt - 1500, `the first retry batch started ${retryAt - early!.at} ms ahead`);
       releases.shift()!();
       await settled(handle);
     } finally {

@@ -91,13 +91,19 @@ const HANDOVER_WAIT_MS = 1000;
 const CARRIED_BATCH_DELAY_MS = 15_000;
 /**
  * A retry's batch starts this long before the retry is due, and its attempts wait in the
- * activity for their exact time: the workflow task, the activity's dispatch and the log's
- * read (about 120 ms at the median under full load, over 300 ms at the tail) happen before
- * the time rather than after it, so the waits receivers see are the schedule's.
+ * activity for their exact time: the shard's timer, the workflow task, the activity's
+ * dispatch and the log's read happen before the time rather than after it, so the waits
+ * receivers see are the schedule's. Temporal fires timers on whole seconds (rounded up:
+ * it promises no sub-second accuracy), so a shard with nothing else to wake it learns of
+ * a retry up to a second and some 160 ms late (measured on the dev server); dispatch adds
+ * about 120 ms at the median under full load, over 300 ms at the tail.
  */
-const RETRY_LEAD_MS = 300;
-/** Retries due within this long of the earliest go in its batch (up to BATCH). */
-const RETRY_GROUP_MS = 100;
+const RETRY_LEAD_MS = 1500;
+/** Retries due within this long of the earliest go in its batch (up to BATCH): with the lead, about four batches of a lane wait at a time. */
+const RETRY_GROUP_MS = 500;
+/** The lead and grouping of runs started before timers were known to fire on whole seconds. */
+const SUB_SECOND_LEAD_MS = 300;
+const SUB_SECOND_GROUP_MS = 100;
 /**
  * Batches in flight per retry lane, partial ones included: with the lead, several overlap
  * while they wait for their time (a receiver that hangs holds 4 + 8 slots at most).
@@ -145,10 +151,12 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   let waiting: ShardEntry[] = [];
   // Runs started before lanes took more than one batch in flight replay as they ran.
   const pipelined = wf.patched('lane-pipeline');
-  // Runs started before retries were led (see RETRY_LEAD_MS) replay as they ran.
+  // Runs started before retries were led (see RETRY_LEAD_MS), or led by less than a timer's
+  // granularity, replay as they ran.
   const led = wf.patched('retry-lead');
+  const [lead, group] = led && wf.patched('retry-lead-whole-seconds') ? [RETRY_LEAD_MS, RETRY_GROUP_MS] : [SUB_SECOND_LEAD_MS, SUB_SECOND_GROUP_MS];
   /** When a waiting entry goes to its lane. */
-  const readyAt = (entry: ShardEntry) => (led && entry.notBefore !== undefined ? entry.dueAt - RETRY_LEAD_MS : entry.dueAt);
+  const readyAt = (entry: ShardEntry) => (led && entry.notBefore !== undefined ? entry.dueAt - lead : entry.dueAt);
   const isRetryLane = (lane: string) => lane.endsWith('/retry');
   /** Batches in flight per lane. */
   const laneFlights = new Map<string, number>();
@@ -271,7 +279,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     const now = Date.now();
     if (now >= closesAt && known.size === 0) break;
     // Led, retries due soon after the earliest go with it: one batch, not one per timer.
-    const horizon = led && waiting.some((entry) => entry.notBefore !== undefined && readyAt(entry) <= now) ? now + RETRY_GROUP_MS : now;
+    const horizon = led && waiting.some((entry) => entry.notBefore !== undefined && readyAt(entry) <= now) ? now + group : now;
     const due = waiting.filter((entry) => readyAt(entry) <= horizon);
     if (due.length) {
       waiting = waiting.filter((entry) => readyAt(entry) > horizon);
