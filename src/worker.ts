@@ -43,8 +43,10 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     dataConverter: dataConverter(options.encryptionKey),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
     activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) }),
-    // Attempt batches wait on receivers: many may be in flight at once.
-    maxConcurrentActivityTaskExecutions: 200,
+    // Attempt batches wait on receivers, and retry batches wait for their time (up to 2 s,
+    // holding only ids until then): many may be in flight at once. POSTs are bounded apart,
+    // by the agents' sockets per origin.
+    maxConcurrentActivityTaskExecutions: 500,
     // A drain waits this long for tasks in flight (attempts are idempotent; a cut batch runs again).
     shutdownForceTime: '5 seconds',
     // A shard whose worker died waits this long for it before another worker takes over

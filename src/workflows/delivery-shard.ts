@@ -84,11 +84,11 @@ const LANE_BATCHES = 4;
 /** How long a handover waits for the batches in flight before it carries them over. */
 const HANDOVER_WAIT_MS = 1000;
 /**
- * A carried batch's deliveries wait this long from the batch's start: its attempts (10 s
- * each at most) and their record are over by then, so the next run finds them recorded
- * and sends nothing twice.
+ * A carried batch's deliveries wait this long from the batch's start: a retry's wait for
+ * its time (the lead and the grouping, 2 s at most), its attempts (10 s each at most) and
+ * their record are over by then, so the next run finds them recorded and sends nothing twice.
  */
-const CARRIED_BATCH_DELAY_MS = 15_000;
+const CARRIED_BATCH_DELAY_MS = 17_000;
 /**
  * A retry's batch starts this long before the retry is due, and its attempts wait in the
  * activity for their exact time: the shard's timer, the workflow task, the activity's
