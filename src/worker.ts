@@ -1,4 +1,4 @@
-import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Worker, type State, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { configFromEnv, requireSetting } from './config';
 import { openDeliveryLog } from './delivery-log';
@@ -15,6 +15,7 @@ import { stopOnSignals } from './lifecycle';
 import { serveMetrics } from './metrics/server';
 import { startTracing, type Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
+import { retryTaskQueue } from './workflows/delivery-shard';
 
 export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'ingest'> {
   address: string;
@@ -33,27 +34,62 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'insta
   shardLimits?: ShardLimits;
 }
 
-/** The Temporal worker: every workflow and activity of the service on one task queue. */
-export async function createWorker(options: WorkerOptions): Promise<Worker> {
+/** A process's Temporal workers, run and stopped together. */
+export interface PlatformWorker {
+  run(): Promise<void>;
+  shutdown(): void;
+  getState(): State;
+}
+
+/**
+ * The Temporal workers of a process: every workflow and activity of the service on its task
+ * queue, and the delivery shards' retry batches on theirs (see retryTaskQueue), each with
+ * slots of its own.
+ */
+export async function createWorker(options: WorkerOptions): Promise<PlatformWorker> {
   const connection = await NativeConnection.connect({ address: options.address });
-  return Worker.create({
+  const activities = createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) });
+  const shared = {
     connection,
     namespace: options.namespace,
-    taskQueue: options.taskQueue,
     dataConverter: dataConverter(options.encryptionKey),
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-    activities: createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) }),
-    // Attempt batches wait on receivers, and retry batches wait for their time (up to 2 s,
-    // holding only ids until then): many may be in flight at once. POSTs are bounded apart,
-    // by the agents' sockets per origin.
-    maxConcurrentActivityTaskExecutions: 500,
     // A drain waits this long for tasks in flight (attempts are idempotent; a cut batch runs again).
     shutdownForceTime: '5 seconds',
-    // A shard whose worker died waits this long for it before another worker takes over
-    // (10 s by default): the bench's worker SIGKILL measured deliveries back after 7-11 s.
-    stickyQueueScheduleToStartTimeout: '2 seconds',
     ...tracingWorkerOptions(options.tracing, options.workflowBundle !== undefined),
-  });
+  };
+  const workers = [
+    await Worker.create({
+      ...shared,
+      taskQueue: options.taskQueue,
+      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+      activities,
+      // Attempt batches wait on receivers: many may be in flight at once.
+      maxConcurrentActivityTaskExecutions: 200,
+      // A shard whose worker died waits this long for it before another worker takes over
+      // (10 s by default): the bench's worker SIGKILL measured deliveries back after 7-11 s.
+      stickyQueueScheduleToStartTimeout: '2 seconds',
+    }),
+    await Worker.create({
+      ...shared,
+      taskQueue: retryTaskQueue(options.taskQueue),
+      activities: { attemptDeliveries: activities.attemptDeliveries },
+      // Retry batches wait for their time (up to 2 s, holding only ids until then), then on receivers.
+      maxConcurrentActivityTaskExecutions: 300,
+    }),
+  ];
+  const [main] = workers as [Worker, Worker];
+  const shutdown = () => {
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  return {
+    async run() {
+      const runs = workers.map((worker) => worker.run());
+      // One failing stops the other: a process serves both queues or neither.
+      await Promise.all(runs.map((run) => run.catch((err: unknown) => (shutdown(), Promise.reject(err)))));
+    },
+    shutdown,
+    getState: () => main.getState(),
+  };
 }
 
 /** `node dist/src/worker.js`: the worker alone, configured from the environment (docker-compose). */

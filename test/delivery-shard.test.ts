@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { AttemptBatchInput, AttemptBatchResult } from '../src/activities/attempt-batch';
-import { backlogQuery, deliveryEpochWorkflow, deliveryShardWorkflow, handOverSignal, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
+import { backlogQuery, deliveryEpochWorkflow, deliveryShardWorkflow, handOverSignal, retryTaskQueue, type ShardEntry, type ShardInput } from '../src/workflows/delivery-shard';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
 import { testSettings } from './support/settings';
@@ -24,19 +25,23 @@ describe('the delivery shard workflow', function () {
   });
   after(async () => connection?.close());
 
-  /** A worker for one test: its own task queue, the stand-in for attempt batches given. */
+  /** Workers for one test: its own task queues (first attempts, and retries apart), the stand-in for attempt batches given. */
   async function standIn(attemptDeliveries: (input: AttemptBatchInput) => Promise<AttemptBatchResult[]>) {
     const taskQueue = `shard-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-    const worker = await Worker.create({
-      connection: await NativeConnection.connect({ address: testSettings().address }),
-      namespace,
-      taskQueue,
-      workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') },
-      maxConcurrentActivityTaskExecutions: 1000,
-      activities: { attemptDeliveries, async failDeliveries(): Promise<void> {} },
-    });
-    const running = worker.run();
-    return { taskQueue, stop: async () => (worker.shutdown(), await running) };
+    const connection = await NativeConnection.connect({ address: testSettings().address });
+    const workers = [
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue,
+        workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') },
+        maxConcurrentActivityTaskExecutions: 1000,
+        activities: { attemptDeliveries, async failDeliveries(): Promise<void> {} },
+      }),
+      await Worker.create({ connection, namespace, taskQueue: retryTaskQueue(taskQueue), maxConcurrentActivityTaskExecutions: 1000, activities: { attemptDeliveries } }),
+    ];
+    const running = workers.map((worker) => worker.run());
+    return { taskQueue, stop: async () => (workers.forEach((worker) => worker.shutdown()), await Promise.all(running)) };
   }
   const delivered = (input: AttemptBatchInput): AttemptBatchResult[] => input.entries.map((entry) => ({ id: entry.id, status: 'delivered' }));
   /** Until the shard holds nothing, then its run ends. */
@@ -178,14 +183,14 @@ describe('the delivery shard workflow', function () {
     }
   });
 
-  it('starts a retry batch 1.5 s ahead of its time (timers fire on whole seconds) with each retry’s exact time, retries due within 500 ms of the earliest together, and a batch beside one still waiting', async function () {
-    const batches: { at: number; entries: AttemptBatchInput['entries'] }[] = [];
+  it('starts a retry batch 1.5 s ahead of its time (timers fire on whole seconds) on the retries’ task queue, with each retry’s exact time, retries due within 500 ms of the earliest together, and a batch beside one still waiting', async function () {
+    const batches: { at: number; entries: AttemptBatchInput['entries']; taskQueue: string }[] = [];
     const offsets: Record<string, number> = { 'evt_1:ins_a': 0, 'evt_2:ins_a': 400, 'evt_3:ins_a': 3000 };
     let retryAt = 0;
     const releases: (() => void)[] = [];
     const worker = await standIn(async (input) => {
       if (input.entries[0]!.id.startsWith('evt_wake')) return delivered(input);
-      batches.push({ at: Date.now(), entries: input.entries });
+      batches.push({ at: Date.now(), entries: input.entries, taskQueue: Context.current().info.taskQueue });
       if (input.entries[0]!.attempt === 1) {
         // Two retries 400 ms apart, one 3 s later.
         retryAt = Date.now() + 3000;
@@ -213,6 +218,8 @@ describe('the delivery shard workflow', function () {
         ],
       );
       assert.deepEqual(late!.entries.map(({ id, notBefore }) => ({ id, notBefore })), [{ id: 'evt_3:ins_a', notBefore: retryAt + 3000 }], 'started while the first still waits');
+      // Retry batches wait in worker slots of their own: first attempts on the shard's task queue, retries on theirs.
+      assert.deepEqual(batches.map((batch) => batch.taskQueue), [worker.taskQueue, retryTaskQueue(worker.taskQueue), retryTaskQueue(worker.taskQueue)]);
       // The shard's timer for the first retry was set for 1.5 s ahead of its time, by workflow time (the task's start):
       // not after the time, as a plain timer would, nor earlier.
       const events = (await handle.fetchHistory()).events!;

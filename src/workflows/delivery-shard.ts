@@ -112,14 +112,22 @@ const RETRY_LANE_BATCHES = 8;
 /** Batches in flight at once; the server fails a workflow task past 2,000 pending activities. */
 const MAX_BATCHES_IN_FLIGHT = 500;
 
-const activities = wf.proxyActivities<ReturnType<typeof createActivities>>({
+const ATTEMPT_BATCH: wf.ActivityOptions = {
   // A batch's attempts run concurrently, each bounded at 10 s; the rest is the log's write.
   startToCloseTimeout: '60 seconds',
   // A worker that dies mid-batch is noticed within seconds; the batch runs again elsewhere
   // and skips what it recorded before dying.
   heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
-});
+};
+const activities = wf.proxyActivities<ReturnType<typeof createActivities>>(ATTEMPT_BATCH);
+
+/**
+ * Retry batches go to a task queue of their own: each waits in its worker slot for its
+ * retries' time (RETRY_LEAD_MS), and installations whose receivers fail must not take the
+ * slots that other installations' first attempts need. Every worker polls both.
+ */
+export const retryTaskQueue = (taskQueue: string): string => `${taskQueue}-retries`;
 const { failDeliveries } = wf.proxyActivities<ReturnType<typeof createActivities>>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
@@ -155,6 +163,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   // granularity, replay as they ran.
   const led = wf.patched('retry-lead');
   const [lead, group] = led && wf.patched('retry-lead-whole-seconds') ? [RETRY_LEAD_MS, RETRY_GROUP_MS] : [SUB_SECOND_LEAD_MS, SUB_SECOND_GROUP_MS];
+  // Runs started before retry batches had a task queue of their own replay as they ran.
+  const apart = lanes && wf.patched('retry-task-queue');
+  const { attemptDeliveries: attemptRetries } = wf.proxyActivities<ReturnType<typeof createActivities>>({ ...ATTEMPT_BATCH, taskQueue: retryTaskQueue(wf.workflowInfo().taskQueue) });
   /** When a waiting entry goes to its lane. */
   const readyAt = (entry: ShardEntry) => (led && entry.notBefore !== undefined ? entry.dueAt - lead : entry.dueAt);
   const isRetryLane = (lane: string) => lane.endsWith('/retry');
@@ -222,7 +233,8 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     const batch = ++batches;
     flying.set(batch, { entries, startedAt: Date.now() });
     try {
-      const results = await activities.attemptDeliveries({ workflowId, runId, entries: entries.map(({ id, attempt, trace, notBefore, clock }) => ({ id, attempt, ...(trace && { trace }), ...(notBefore !== undefined && { notBefore, clock }) })) });
+      const attemptBatch = apart && isRetryLane(lane) ? attemptRetries : activities.attemptDeliveries;
+      const results = await attemptBatch({ workflowId, runId, entries: entries.map(({ id, attempt, trace, notBefore, clock }) => ({ id, attempt, ...(trace && { trace }), ...(notBefore !== undefined && { notBefore, clock }) })) });
       settle(entries, results);
     } catch (err) {
       // The platform could not attempt them (its retries spent): a final, replayable state.

@@ -1,7 +1,7 @@
 import type { ShardLimits } from '../../src/ingest/shard-client';
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
+import type { PlatformWorker } from '../../src/worker';
 import { startApi, type RunningApi } from '../../src/api/app';
 import { createLogger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
@@ -55,7 +55,7 @@ export class TestPlatform {
   readonly adminToken: string;
   client!: Client;
   api!: RunningApi;
-  worker?: Worker;
+  worker?: PlatformWorker;
   private workerRun?: Promise<void>;
   readonly namespace: string;
   readonly taskQueue: string;

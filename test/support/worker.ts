@@ -1,14 +1,13 @@
 import type { ShardLimits } from '../../src/ingest/shard-client';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
 import type { DeliveryLogStores } from '../../src/delivery-log';
 import type { IntegrationRuntime } from '../../src/isolates/integration-runtime';
 import type { Logger } from '../../src/logger';
 import { webhookGuard } from '../../src/net/guards';
 import type { PlatformPorts } from '../../src/net/platform-ports';
 import type { DestinationGuard } from '../../src/net/destination-guard';
-import { createWorker } from '../../src/worker';
+import { createWorker, type PlatformWorker } from '../../src/worker';
 import { DELIVERY_SHARDS, testSettings } from './settings';
 import type { Tracing } from '../../src/tracing';
 import { tracingBundle } from './tracing-bundle';
@@ -31,7 +30,7 @@ export interface TestWorkerOptions {
 }
 
 /** The one way tests build a worker: the run's dev server and workflow bundle, the test platform's shards. */
-export async function createTestWorker(options: TestWorkerOptions): Promise<Worker> {
+export async function createTestWorker(options: TestWorkerOptions): Promise<PlatformWorker> {
   const { address, bundle, encryptionKey } = testSettings();
   return createWorker({
     tracing: options.tracing,
