@@ -83,9 +83,11 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
   };
   return {
     async run() {
-      const runs = workers.map((worker) => worker.run());
-      // One failing stops the other: a process serves both queues or neither.
-      await Promise.all(runs.map((run) => run.catch((err: unknown) => (shutdown(), Promise.reject(err)))));
+      // One failing stops the other (a process serves both queues or neither), and both
+      // drain before this ends, so that nothing they hold is closed under them.
+      const ends = await Promise.allSettled(workers.map((worker) => worker.run().catch((err: unknown) => (shutdown(), Promise.reject(err)))));
+      const failed = ends.find((end): end is PromiseRejectedResult => end.status === 'rejected');
+      if (failed) throw failed.reason;
     },
     shutdown,
     getState: () => main.getState(),

@@ -41,7 +41,7 @@ describe('the delivery shard workflow', function () {
       await Worker.create({ connection, namespace, taskQueue: retryTaskQueue(taskQueue), maxConcurrentActivityTaskExecutions: 1000, activities: { attemptDeliveries } }),
     ];
     const running = workers.map((worker) => worker.run());
-    return { taskQueue, stop: async () => (workers.forEach((worker) => worker.shutdown()), await Promise.all(running)) };
+    return { taskQueue, stop: async () => (workers.forEach((worker) => worker.getState() === 'RUNNING' && worker.shutdown()), await Promise.all(running)) };
   }
   const delivered = (input: AttemptBatchInput): AttemptBatchResult[] => input.entries.map((entry) => ({ id: entry.id, status: 'delivered' }));
   /** Until the shard holds nothing, then its run ends. */
