@@ -261,7 +261,8 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const handOver = () => (handOvers >= (input.handOversPerRun ?? HAND_OVERS_PER_RUN) || historyLong()) && carriable();
   /**
    * When the handover began. It waits for the batches in flight (their results settle
-   * retries) for a second at most: a receiver that hangs must not stop the whole shard.
+   * retries) for a second (up to two: timers fire on whole seconds): a receiver that hangs
+   * must not stop the whole shard.
    */
   let drainingSince: number | undefined;
   // Runs started before the steady alarm replay as they ran: each workflow task started a timer and the next cancelled it.
