@@ -100,12 +100,10 @@ function retryOf(waitMs: number, endedAt: number | undefined): Pick<AttemptBatch
   return { retryInMs, retryAt: Date.now() + retryInMs, clock: CLOCK };
 }
 
-/** Until a time (ms since 1970) on this worker's clock has passed; true when it waited. */
-async function waitUntil(at: number): Promise<boolean> {
-  if (Date.now() >= at) return false;
+/** Until a time (ms since 1970) on this worker's clock has passed. */
+async function waitUntil(at: number): Promise<void> {
   // setTimeout may end a little before Date.now() reaches the time: wait again until it has.
   while (Date.now() < at) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
-  return true;
 }
 
 /** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */
@@ -191,13 +189,21 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
       // A retry batch starts ahead of its retries' time (the shard's lead): the log is read
-      // once the first is due, and an attempt that waits beyond that reads its installation
-      // again, so that a change answered before its time applies.
+      // once the first is due, and the installation as of each attempt's time (below).
       await waitUntil(Math.min(...input.entries.map(timeOf)));
       const deliveries = await deps.log.toAttempt(input.entries);
       /** When each attempt made by this run ended (performance.now()). */
       const endedAt = new Map<string, number>();
-      const targets = await deps.installations.targets([...new Set([...deliveries.values()].map((d) => d.installationId))]);
+      const installationIds = [...new Set([...deliveries.values()].map((d) => d.installationId))];
+      /**
+       * The installations as read at or after a time, so that a change answered before an
+       * attempt's time applies to it; attempts that become due together share one read.
+       */
+      let read: { at: number; targets: Promise<Map<string, InstallationTarget>> } | undefined;
+      const targetsAsOf = (at: number) => {
+        if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.targets(installationIds) };
+        return read.targets;
+      };
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
         await deps.log.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
@@ -210,8 +216,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (!delivery) return undefined;
           // Recorded by an earlier run of the batch (written and counted then): its outcome again.
           if (delivery.recorded) return judge(id, delivery.recorded);
-          const waited = await waitUntil(timeOf(entry));
-          const target = waited ? (await deps.installations.targets([delivery.installationId])).get(delivery.installationId) : targets.get(delivery.installationId);
+          await waitUntil(timeOf(entry));
+          const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
           const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!));
           if (outcome.attempt) endedAt.set(id, performance.now());
           recorder.add(outcome);
