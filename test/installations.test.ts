@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { verifySignature } from '../src/webhooks/signature';
 import { installationWorkflow, installationWorkflowId, newInstallationState } from '../src/workflows/installation';
 import { newSigningSecret } from '../src/api/installation-service';
+import { EPOCH_MS } from '../src/workflows/delivery-shard';
 import { TestPlatform, spaceEvent, siteViewEvent, waitFor } from './support/platform';
+import { idsOfOneShard } from './support/settings';
 import { ScriptedReceiver } from './support/receiver';
 
 describe('installations of the webhook integration', function () {
@@ -93,6 +96,34 @@ describe('installations of the webhook integration', function () {
     // A pause answered before the retry's time (1.0-1.1 s after the first attempt) applies to it, although the
     // retry's batch started ahead of that time: no second attempt.
     if (pausedAfter < 900) assert.equal(delivery.attempts.length, 1, `paused ${pausedAfter} ms after the first attempt`);
+  });
+
+  it('retries sharing a batch each read the installation as of their own time: a pause between them stops the later one', async function () {
+    // Two events of one shard and epoch whose receiver answers Retry-After: 3, so that each retry
+    // waits exactly 3 s: due 300 ms apart, within the shard's grouping (500 ms), and both known
+    // when the first one's batch starts (1.5 s ahead of it), they go out in one batch.
+    const failing = await new ScriptedReceiver(() => ({ status: 503, headers: { 'retry-after': '3' } })).start();
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-pause-batch' }, failing.url, { space_content_updated: true });
+    const [firstId, secondId] = idsOfOneShard(`batch${randomBytes(3).toString('hex')}`, 2) as [string, string];
+    const attemptsOf = (eventId: string) => failing.requests.filter((request) => JSON.parse(request.body).eventId === eventId);
+    while (Date.now() % EPOCH_MS > 2500) await new Promise((resolve) => setTimeout(resolve, 50));
+    const first = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-batch', { eventId: firstId }));
+    await waitFor(async () => (attemptsOf(firstId).length >= 1 ? true : undefined), 10_000, "the first event's first attempt");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const second = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-batch', { eventId: secondId }));
+    await waitFor(async () => (attemptsOf(firstId).length >= 2 ? true : undefined), 10_000, "the first event's retry");
+    await call('POST', `/v1/installations/${hook.id}/pause`);
+    const pausedAt = performance.now();
+    const [early, late] = await Promise.all([platform.finalDelivery(first.body.deliveries[0], tenant.token), platform.finalDelivery(second.body.deliveries[0], tenant.token)]);
+    await failing.stop();
+    assert.deepEqual([early.status, early.failureReason, early.attempts.length], ['failed', 'installation_paused', 2]);
+    assert.deepEqual([late.status, late.failureReason], ['failed', 'installation_paused']);
+    assert.equal(attemptsOf(secondId).length, late.attempts.length);
+    // A pause answered before the later retry's time applies to it, although its batch read the
+    // installation for the earlier retry (the shared read would have let it go out).
+    const lateRetryDue = attemptsOf(secondId)[0]!.at + 3000;
+    if (pausedAt < lateRetryDue) assert.equal(late.attempts.length, 1, `paused ${Math.round(lateRetryDue - pausedAt)} ms before the later retry was due`);
+    else assert.ok(late.attempts.length <= 2);
   });
 
   it('an organization installation hears events of every space and site of its organization', async function () {
