@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { NewEvent } from '../src/delivery-log/types';
+import { retentionWorkflow } from '../src/workflows/retention';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -104,5 +107,20 @@ describe('listing and replaying deliveries', function () {
     const bad = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'delivered' } });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.details[0].field, 'status');
+  });
+  it('the retention workflow purges, through its activity, what is older than PLATFORM_DELIVERY_RETENTION_DAYS, and keeps the rest', async function () {
+    const org = `org-retention-${randomBytes(3).toString('hex')}`;
+    const recorded = (eventId: string): NewEvent => ({ eventId, organizationId: org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:ins_r`, eventId, installationId: 'ins_r', organizationId: org, eventType: 'space_content_updated', body: '{}', url: 'https://example.com/hook' }] });
+    // Older than the worker's 30 days; more than one purge step would take with a limit of 1.
+    await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`), recorded(`evt_${org}_old_2`)], Date.now() - 31 * 86_400_000);
+    await platform.stores.log.recordEvents([recorded(`evt_${org}_recent`)], Date.now() - 29 * 86_400_000);
+    const handle = await platform.client.workflow.start(retentionWorkflow, { workflowId: `retention-test-${org}`, taskQueue: platform.taskQueue });
+    try {
+      await waitFor(async () => ((await platform.stores.log.get(`evt_${org}_old_2:ins_r`)) === undefined && (await platform.stores.log.get(`evt_${org}_old_1:ins_r`)) === undefined ? true : undefined), 20_000, 'the purge');
+      assert.ok(await platform.stores.log.get(`evt_${org}_recent:ins_r`));
+      assert.equal((await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`)])).get(`evt_${org}_old_1`)!.fresh, true, 'its dedupe record went too');
+    } finally {
+      await handle.terminate();
+    }
   });
 });

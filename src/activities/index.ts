@@ -57,7 +57,7 @@ export function createActivities(deps: ActivityDependencies) {
       for (const [shard, planned] of byShard) await deps.ingest.commit(shard, planned);
     },
 
-    /** Deletes what is past retention, in bounded steps; returns how many deliveries went. */
+    /** Deletes what is past retention, in bounded steps; returns how many rows went. */
     async purgeDeliveries(): Promise<number> {
       const before = Date.now() - deps.retentionDays * DAY_MS;
       let total = 0;

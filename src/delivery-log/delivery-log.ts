@@ -262,18 +262,25 @@ export class DeliveryLog {
     };
   }
 
-  /** Deletes what is older than `before`, at most `limit` deliveries at a time; returns how many. */
+  /**
+   * Deletes what is older than `before`, at most `limit` rows of each table a step (a
+   * delivery with its attempts), so that no transaction holds the writer long; answers how
+   * many rows went, 0 once nothing is left.
+   */
   async purge(before: number, limit = 5000): Promise<number> {
-    const old = await this.db.selectFrom('deliveries').select('id').where('created_at', '<', before).limit(limit).execute();
-    const ids = old.map((row) => row.id);
+    const [deliveries, events, states] = await Promise.all([
+      this.db.selectFrom('deliveries').select('id').where('created_at', '<', before).limit(limit).execute(),
+      this.db.selectFrom('events').select('event_id').where('created_at', '<', before).limit(limit).execute(),
+      this.db.selectFrom('oauth_states').select('nonce').where('used_at', '<', before).limit(limit).execute(),
+    ]);
     await this.db.transaction().execute(async (trx) => {
-      for (const part of chunks(ids)) {
+      for (const part of chunks(deliveries.map((row) => row.id))) {
         await trx.deleteFrom('attempts').where('delivery_id', 'in', part).execute();
         await trx.deleteFrom('deliveries').where('id', 'in', part).execute();
       }
-      await trx.deleteFrom('events').where('created_at', '<', before).execute();
-      await trx.deleteFrom('oauth_states').where('used_at', '<', before).execute();
+      for (const part of chunks(events.map((row) => row.event_id))) await trx.deleteFrom('events').where('event_id', 'in', part).execute();
+      for (const part of chunks(states.map((row) => row.nonce))) await trx.deleteFrom('oauth_states').where('nonce', 'in', part).execute();
     });
-    return ids.length;
+    return deliveries.length + events.length + states.length;
   }
 }
