@@ -53,9 +53,13 @@ describe('failing fast and honestly when Temporal is away', function () {
   this.timeout(180_000);
   let server: DevServer;
   let api: ChildProcess;
+  let worker: ChildProcess;
   let base = '';
   const dbFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'platform-away-')), 'temporal.db');
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  const receiver = new ScriptedReceiver();
+  /** An organization the API has seen, with a webhook to the receiver: its events go as far as the hand-over. */
+  const org = `org-${randomBytes(3).toString('hex')}`;
   let port = 0;
 
   before(async function () {
@@ -63,17 +67,23 @@ describe('failing fast and honestly when Temporal is away', function () {
     server = await startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', dbFile, port });
     const apiPort = await freePort();
     base = `http://127.0.0.1:${apiPort}`;
-    api = spawn(process.execPath, [path.join(DIST, 'src', 'api', 'main.js')], {
-      env: { PATH: process.env.PATH, TEMPORAL_ADDRESS: server.address, PORT: String(apiPort), PLATFORM_BASE_URL: base, PLATFORM_ADMIN_TOKEN: adminToken, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: await testDatabaseUrl('sqlite', 'away'), LOG_LEVEL: 'silent' },
-      stdio: 'ignore',
-    });
-    await healthy(base);
+    const env = { PATH: process.env.PATH, TEMPORAL_ADDRESS: server.address, PORT: String(apiPort), PLATFORM_BASE_URL: base, PLATFORM_ADMIN_TOKEN: adminToken, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: await testDatabaseUrl('sqlite', 'away'), PLATFORM_ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'silent' };
+    api = spawn(process.execPath, [path.join(DIST, 'src', 'api', 'main.js')], { env, stdio: 'ignore' });
+    worker = spawn(process.execPath, [path.join(DIST, 'src', 'worker.js')], { env, stdio: 'ignore' });
+    await Promise.all([healthy(base), receiver.start()]);
+    assert.equal((await answer(base, 'POST', '/v1/orgs', adminToken, { id: org, subdomain: org, title: 'Away' })).status, 201);
+    const { body: user } = await answer(base, 'POST', '/v1/users', adminToken, { id: `${org}-u`, orgs: [org] });
+    const hook = await answer(base, 'POST', '/v1/integrations/webhook/installations', user.token, { target: { org, space: 's' }, configuration: { webhook_url: receiver.url, space_content_updated: true } });
+    assert.equal(hook.body.status, 'active', JSON.stringify(hook.body));
   });
   after(async () => {
     api?.kill('SIGKILL');
+    worker?.kill('SIGKILL');
     if (server?.pid && isAlive(server.pid)) process.kill(server.pid, 'SIGCONT');
-    await server?.stop();
+    await Promise.all([server?.stop(), receiver.stop()]);
   });
+
+  const eventOf = (eventId: string) => ({ type: 'space_content_updated', organizationId: org, spaceId: 's', revisionId: 'r', eventId });
 
   /** What a hung or a stopped server looks like from the API: 503 with Retry-After within 2 s, naming Temporal. */
   async function assertUnavailable(): Promise<void> {
@@ -98,6 +108,32 @@ describe('failing fast and honestly when Temporal is away', function () {
       process.kill(server.pid!, 'SIGCONT');
     }
     await healthy(base, 20_000);
+  });
+
+  it('a hung server: each ingest answers 503 within 2 s of its own start, queued behind a hung hand-over or not; retried with the same eventId once it answers, each event is delivered once', async function () {
+    const ids = Array.from({ length: 4 }, (_, i) => `evt_away_${randomBytes(3).toString('hex')}_${i}`);
+    process.kill(server.pid!, 'SIGSTOP');
+    let refused: Awaited<ReturnType<typeof answer>>[];
+    try {
+      // The first request's hand-over hangs; the others come while it does and wait behind it.
+      refused = await Promise.all(ids.map(async (id, i) => {
+        await new Promise((resolve) => setTimeout(resolve, 100 * i));
+        return answer(base, 'POST', '/v1/events', adminToken, eventOf(id));
+      }));
+    } finally {
+      process.kill(server.pid!, 'SIGCONT');
+    }
+    for (const [i, seen] of refused.entries()) {
+      assert.equal(seen.status, 503, `${ids[i]}: ${JSON.stringify(seen.body)}`);
+      assert.equal(seen.retryAfter, '1');
+      assert.ok(seen.ms < 2000, `${ids[i]} answered after ${seen.ms} ms`);
+    }
+    await healthy(base, 20_000);
+    for (const id of ids) await waitFor(async () => ((await answer(base, 'POST', '/v1/events', adminToken, eventOf(id))).status === 202 ? true : undefined), 30_000, `${id} to be accepted`, 500);
+    const postsOf = (id: string) => receiver.requests.filter((request) => JSON.parse(request.body).eventId === id).length;
+    await waitFor(async () => (ids.every((id) => postsOf(id) >= 1) ? true : undefined), 30_000, 'the deliveries');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.deepEqual(ids.map(postsOf), [1, 1, 1, 1]);
   });
 
   it('a stopped server: 503 within 2 s, and the API recovers when a server returns on the same address', async function () {

@@ -13,19 +13,19 @@ export class KnownOrganizations {
 
   constructor(private readonly client: Client) {}
 
-  /** Asks the directory with ingest's deadline: an engine that does not answer is unavailable. */
-  async exists(id: string): Promise<boolean> {
+  /** Asks the directory by the caller's deadline (ms since 1970): an engine that does not answer is unavailable. */
+  async exists(id: string, deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<boolean> {
     if (this.known.has(id)) return true;
     let answer = this.asking.get(id);
     if (!answer) {
-      answer = this.ask(id).finally(() => this.asking.delete(id));
+      answer = this.ask(id, deadline).finally(() => this.asking.delete(id));
       this.asking.set(id, answer);
     }
     return answer;
   }
 
-  private async ask(id: string): Promise<boolean> {
-    const org = await this.client.withDeadline(Date.now() + ENGINE_DEADLINE_MS, () => this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, id));
+  private async ask(id: string, deadline: number): Promise<boolean> {
+    const org = await this.client.withDeadline(deadline, () => this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, id));
     if (org?.id !== id) return false;
     this.remember(id);
     return true;

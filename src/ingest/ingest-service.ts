@@ -21,6 +21,12 @@ export interface IngestAnswer {
 
 /** Events per flush of one shard: one read of installations, one transaction, one update. */
 const FLUSH_EVENTS = 200;
+/**
+ * How long an ingest request may take, from its start, before it answers 503: "not known
+ * to be accepted", within DESIGN.md's 2 s, whatever it waited for (the directory, the
+ * flushes ahead of its own, the log, the engine).
+ */
+export const INGEST_DEADLINE_MS = 1800;
 
 /**
  * Ingest owned by the engine (DESIGN.md §2). Concurrent events are coalesced per shard;
@@ -41,10 +47,11 @@ export class IngestService {
     this.commits = Array.from({ length: shards.shards }, (_, shard) => new GroupCommit((events) => this.flush(shard, events), FLUSH_EVENTS));
   }
 
-  async ingest(event: IngestedEvent): Promise<IngestAnswer> {
+  /** Records an event and hands its deliveries over by `deadline` (ms since 1970), or rejects (DeadlineError). */
+  async ingest(event: IngestedEvent, deadline = Date.now() + INGEST_DEADLINE_MS): Promise<IngestAnswer> {
     const eventId = event.eventId ?? newEventId();
     const span = tracer.startSpan('ingest event', { attributes: { 'event.id': eventId, 'event.type': event.type, 'organization.id': event.organizationId } });
-    const answer = await inSpan(span, () => this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId, trace: traceparentOf(span) }));
+    const answer = await inSpan(span, () => this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId, trace: traceparentOf(span) }, deadline));
     span.setAttribute('event.deliveries', answer.deliveries.length);
     eventsIngested.inc({ type: event.type });
     return answer;

@@ -5,6 +5,7 @@ import type { RouteTable } from '../route-table';
 import { batchIngestAnswerSchema, ingestAnswerSchema } from '../schemas';
 import { parse } from '../validation';
 import { ingestUnavailable } from '../../metrics';
+import { INGEST_DEADLINE_MS } from '../../ingest/ingest-service';
 
 /** Events one batch ingest takes at most. */
 export const MAX_BATCH_EVENTS = 500;
@@ -24,10 +25,13 @@ function parseEvent(body: unknown, prefix = ''): IngestedEvent {
 const batchSchema = { type: 'object', required: ['events'], additionalProperties: false, properties: { events: { type: 'array', minItems: 1, maxItems: MAX_BATCH_EVENTS } } };
 
 export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDeps): void {
-  /** An event of an unknown organization is refused (404), not silently fanned out to nobody. */
-  async function accept(event: IngestedEvent) {
-    if (!(await organizations.exists(event.organizationId).catch((err) => Promise.reject(fromEngine(err))))) throw notFound(`organization ${event.organizationId}`);
-    return ingest.ingest(event).catch((err) => {
+  /**
+   * An event of an unknown organization is refused (404), not silently fanned out to nobody.
+   * Whatever it waits for, it answers by the request's deadline (503 past it).
+   */
+  async function accept(event: IngestedEvent, deadline: number) {
+    if (!(await organizations.exists(event.organizationId, deadline).catch((err) => Promise.reject(fromEngine(err))))) throw notFound(`organization ${event.organizationId}`);
+    return ingest.ingest(event, deadline).catch((err) => {
       const refused = fromEngine(err);
       if ((refused as { status?: number }).status === 503) ingestUnavailable.inc();
       return Promise.reject(refused);
@@ -49,7 +53,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
         503: { description: 'Not known to be accepted (the engine did not answer within 2 s): retry with the same eventId' },
       },
     },
-    async ({ body: event }) => ({ status: 202, body: await accept(event) }),
+    async ({ body: event }) => ({ status: 202, body: await accept(event, Date.now() + INGEST_DEADLINE_MS) }),
   );
 
   routes.add<{ events: unknown[] }>(
@@ -67,10 +71,11 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
       },
     },
     async ({ body }) => {
+      const deadline = Date.now() + INGEST_DEADLINE_MS;
       const results = await Promise.all(
         body.events.map(async (raw, i) => {
           try {
-            return await accept(parseEvent(raw, `events[${i}].`));
+            return await accept(parseEvent(raw, `events[${i}].`), deadline);
           } catch (err) {
             return errorBody(err as Error);
           }
