@@ -46,7 +46,7 @@ describe('listing and replaying deliveries', function () {
     assert.equal(typeof attempt.durationMs, 'number');
   });
 
-  it('lists and filters by installation, status, eventId and since, with pages', async function () {
+  it('lists and filters by installation, status, eventId, since and until, with pages', async function () {
     const all = await listed(`installation=${hook.id}&status=failed`, 3);
     assert.deepEqual(all.items.map((d: any) => d.id).sort(), [...failedIds].sort());
     assert.ok(all.items.every((d: any) => d.status === 'failed' && d.installationId === hook.id && d.eventType === 'space_content_updated'));
@@ -54,6 +54,8 @@ describe('listing and replaying deliveries', function () {
     assert.deepEqual((await listed(`eventId=${eventId}`, 1)).items[0].id, failedIds[1]);
     assert.equal((await get(`/v1/deliveries?installation=${hook.id}&status=delivered`)).body.items.length, 0);
     assert.equal((await get(`/v1/deliveries?installation=${hook.id}&since=${new Date(Date.now() + 60_000).toISOString()}`)).body.items.length, 0);
+    assert.equal((await get(`/v1/deliveries?installation=${hook.id}&until=${startedAt}`)).body.items.length, 0);
+    assert.equal((await get(`/v1/deliveries?org=${tenant.org}&status=failed&until=${new Date().toISOString()}`)).body.items.length, 3);
     const first = await get(`/v1/deliveries?installation=${hook.id}&limit=2`);
     assert.equal(first.body.items.length, 2);
     assert.ok(first.body.nextPageToken);
@@ -63,9 +65,9 @@ describe('listing and replaying deliveries', function () {
   });
 
   it('refuses a bad filter with 400 naming it', async function () {
-    const answer = await get(`/v1/deliveries?status=lost&since=yesterday&pageToken=${encodeURIComponent('not a token!')}`);
+    const answer = await get(`/v1/deliveries?status=lost&since=yesterday&until=later&pageToken=${encodeURIComponent('not a token!')}`);
     assert.equal(answer.status, 400);
-    assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'since', 'pageToken']);
+    assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'since', 'until', 'pageToken']);
     assert.deepEqual((await get('/v1/deliveries?since=%2B275760-09-13T00:00:00.000Z')).body.details.map((d: any) => d.field), ['since']);
     const forged = await get(`/v1/deliveries?installation=${hook.id}&pageToken=Zm9yZ2Vk.AAAAAAAAAAAAAAAAAAAAAA`);
     assert.equal(forged.status, 400, JSON.stringify(forged.body));

@@ -9,6 +9,9 @@ type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updat
 /** Rows per multi-row statement: well under SQLite's 32,766 bound parameters. */
 const CHUNK = 500;
 
+/** Newest first by (created_at, id): the order of every list and its page cursor. */
+const newestFirst = (a: { created_at: number; id: string }, b: { created_at: number; id: string }): number => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
 function chunks<T>(items: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
@@ -226,19 +229,38 @@ export class DeliveryLog {
   }
 
   /** Newest first, by (created_at, id), each filter served by an index. */
+  /**
+   * A page of deliveries, newest first by (created_at, id). Each query reads one range of
+   * one index, in order: by installation (and status), by event, or by organization (and
+   * status); a member of several organizations gets one query per organization, merged,
+   * since no index orders deliveries of several organizations together.
+   */
   async list(filter: DeliveryFilter, pageSize: number, after?: PageCursor): Promise<{ items: DeliverySummary[]; next?: PageCursor }> {
     if (filter.orgs.length === 0) return { items: [] };
-    let query = this.db.selectFrom('deliveries').selectAll().where('organization_id', 'in', filter.orgs);
-    if (filter.installation) query = query.where('installation_id', '=', filter.installation);
-    if (filter.status) query = query.where('status', '=', filter.status);
-    if (filter.eventId) query = query.where('event_id', '=', filter.eventId);
-    if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
-    if (filter.until !== undefined) query = query.where('created_at', '<=', filter.until);
-    if (after) query = query.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
-    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(pageSize + 1).execute();
+    const perOrg = !filter.installation && !filter.eventId;
+    const rows = perOrg ? (await Promise.all(filter.orgs.map((org) => this.newest(filter, pageSize + 1, after, org)))).flat().sort(newestFirst).slice(0, pageSize + 1) : await this.newest(filter, pageSize + 1, after);
     const items = rows.slice(0, pageSize).map((row) => this.summaryOf(row));
     const last = rows.length > pageSize ? rows[pageSize - 1] : undefined;
     return { items, next: last && { createdAt: last.created_at, id: last.id } };
+  }
+
+  /**
+   * One index range, newest first: an installation's or an event's deliveries (all of one
+   * organization, checked here, so that the query names only the column of its index), or
+   * one organization's.
+   */
+  private async newest(filter: DeliveryFilter, limit: number, after: PageCursor | undefined, org?: string): Promise<Selectable<DeliveriesTable>[]> {
+    let query = this.db.selectFrom('deliveries').selectAll();
+    if (filter.installation) query = query.where('installation_id', '=', filter.installation);
+    else if (filter.eventId) query = query.where('event_id', '=', filter.eventId);
+    else query = query.where('organization_id', '=', org!);
+    if (filter.installation && filter.eventId) query = query.where('event_id', '=', filter.eventId);
+    if (filter.status) query = query.where('status', '=', filter.status);
+    if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
+    if (filter.until !== undefined) query = query.where('created_at', '<=', filter.until);
+    if (after) query = query.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.filter((row) => filter.orgs.includes(row.organization_id));
   }
 
   private summaryOf(row: Selectable<DeliveriesTable>): DeliverySummary {

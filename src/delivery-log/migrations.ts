@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration } from 'kysely';
+import { Migrator, PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
 
 /**
  * The log's schema, in order; never edit a migration that has shipped, add one. Types are
@@ -92,6 +92,16 @@ const migrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       // The pending-retries gauge counts pending deliveries at every scrape.
       await db.schema.createIndex('deliveries_status').on('deliveries').columns(['status', 'attempts']).execute();
+    },
+  },
+  '0003-organization-lists-by-status': {
+    async up(db: Kysely<any>) {
+      // An organization's deliveries of one status (failed ones, say) without reading its whole history.
+      await db.schema.createIndex('deliveries_organization_status').on('deliveries').columns(['organization_id', 'status', 'created_at', 'id']).execute();
+      // Delivery ids order byte by byte in PostgreSQL too, as in SQLite and in the merge of
+      // several organizations' pages (PostgreSQL's default collation follows the locale, which
+      // would make a page cursor skip or repeat deliveries created in the same millisecond).
+      if (db.getExecutor().adapter instanceof PostgresAdapter) await sql`ALTER TABLE deliveries ALTER COLUMN id TYPE text COLLATE "C"`.execute(db);
     },
   },
 };

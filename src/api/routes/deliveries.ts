@@ -22,7 +22,7 @@ function checkQuery(query: Record<string, string | undefined>): void {
     if (query[field] !== undefined && !isId(query[field]!)) details.push({ field, message: 'must be an id' });
   }
   if (query.status !== undefined && !STATUSES.includes(query.status as DeliveryStatus)) details.push({ field: 'status', message: `must be one of ${STATUSES.join(', ')}` });
-  if (query.since !== undefined && !isoTime(query.since)) details.push({ field: 'since', message: 'must be an ISO 8601 time' });
+  for (const field of ['since', 'until'] as const) if (query[field] !== undefined && !isoTime(query[field]!)) details.push({ field, message: 'must be an ISO 8601 time' });
   if (query.pageToken !== undefined && !/^[A-Za-z0-9_-]{1,4096}\.[A-Za-z0-9_-]{22}$/.test(query.pageToken)) details.push({ field: 'pageToken', message: 'must be a token from a previous page' });
   if (query.limit !== undefined && !/^\d+$/.test(query.limit)) details.push({ field: 'limit', message: 'must be a whole number' });
   if (details.length) throw badRequest(`invalid query: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, details);
@@ -45,7 +45,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       path: '/v1/deliveries',
       summary: 'List deliveries, newest first',
       access: 'member',
-      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'ISO 8601 start time', org: 'Organization id (required for the administrator)', limit: 'Page size, at most 200', pageToken: 'From the previous page' },
+      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'ISO 8601 start time', until: 'ISO 8601 end time', org: 'Organization id (required for the administrator)', limit: 'Page size, at most 200', pageToken: 'From the previous page' },
       responses: { 200: { description: 'Deliveries without their attempts', schema: listOf(deliverySchema) } },
     },
     async ({ caller, query }) => {
@@ -61,7 +61,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         orgs = query.org ? own.filter((org) => org === query.org) : own;
       }
       const pageSize = Math.min(Number(query.limit ?? 50), 200) || 50;
-      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since) }, pageSize, query.pageToken);
+      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since), until: query.until === undefined ? undefined : isoTime(query.until) }, pageSize, query.pageToken);
       return { status: 200, body: page };
     },
   );
