@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { NewEvent } from '../src/delivery-log/types';
 import { retentionWorkflow } from '../src/workflows/retention';
+import { strandedDeliveriesWorkflow } from '../src/workflows/stranded';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -121,6 +122,21 @@ describe('listing and replaying deliveries', function () {
       await waitFor(async () => ((await platform.stores.log.get(`evt_${org}_old_2:ins_r`)) === undefined && (await platform.stores.log.get(`evt_${org}_old_1:ins_r`)) === undefined ? true : undefined), 20_000, 'the purge');
       assert.ok(await platform.stores.log.get(`evt_${org}_recent:ins_r`));
       assert.equal((await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`)])).get(`evt_${org}_old_1`)!.fresh, true, 'its dedupe record went too');
+    } finally {
+      await handle.terminate();
+    }
+  });
+  it('hands a delivery recorded but never handed over (an ingest that answered 503, never retried) to its shard a minute on, once', async function () {
+    const eventId = `evt_stranded_${randomBytes(4).toString('hex')}`;
+    const stranded: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:${hook.id}`, eventId, installationId: hook.id, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url }] };
+    await platform.stores.log.recordEvents([stranded], Date.now() - 90_000);
+    // A sweep of its own, and the namespace's own (a minute apart): the shard attempts it once whoever hands it over.
+    const handle = await platform.client.workflow.start(strandedDeliveriesWorkflow, { workflowId: `stranded-test-${eventId}`, taskQueue: platform.taskQueue });
+    try {
+      const delivery = await platform.finalDelivery(`${eventId}:${hook.id}`, tenant.token);
+      assert.equal(delivery.status, 'delivered');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1);
     } finally {
       await handle.terminate();
     }

@@ -12,6 +12,10 @@ export interface PlatformEvent {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** A delivery never attempted this long after it was recorded may never have reached its shard (hand-overs take 2 s at most). */
+const STRANDED_AFTER_MS = 60_000;
+/** Stranded deliveries handed over again per sweep. */
+const STRANDED_PER_SWEEP = 1000;
 
 export interface ActivityDependencies extends AttemptBatchDependencies {
   /** Records the platform's own events (installation_setup) and hands them to the delivery shards. */
@@ -55,6 +59,13 @@ export function createActivities(deps: ActivityDependencies) {
         else byShard.set(shard, [planned]);
       }
       for (const [shard, planned] of byShard) await deps.ingest.commit(shard, planned);
+    },
+
+    /** Hands stranded deliveries (see strandedDeliveriesWorkflow) to their shards again; returns how many. */
+    async resumeStranded(): Promise<number> {
+      const stranded = await deps.log.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP);
+      await deps.ingest.handOverAgain(stranded);
+      return stranded.length;
     },
 
     /** Deletes what is past retention, in bounded steps; returns how many rows went. */

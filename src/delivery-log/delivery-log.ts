@@ -9,6 +9,16 @@ type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updat
 /** Rows per multi-row statement: well under SQLite's 32,766 bound parameters. */
 const CHUNK = 500;
 
+/** A pending delivery as a shard is handed it again: to the epoch it was recorded in. */
+export interface PendingDelivery {
+  id: string;
+  eventId: string;
+  installationId: string;
+  createdAt: number;
+}
+
+const pendingDelivery = (row: { id: string; event_id: string; installation_id: string; created_at: number }): PendingDelivery => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id, createdAt: Number(row.created_at) });
+
 /** Newest first by (created_at, id): the order of every list and its page cursor. */
 const newestFirst = (a: { created_at: number; id: string }, b: { created_at: number; id: string }): number => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
@@ -120,12 +130,21 @@ export class DeliveryLog {
   }
 
   /** The pending deliveries of events recorded earlier (and when), to hand them to the engine again. */
-  async pendingOf(eventIds: string[]): Promise<{ id: string; eventId: string; installationId: string; createdAt: number }[]> {
+  async pendingOf(eventIds: string[]): Promise<PendingDelivery[]> {
     const rows = [];
     for (const part of chunks(eventIds)) {
       rows.push(...(await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'created_at']).where('event_id', 'in', part).where('status', '=', 'pending').execute()));
     }
-    return rows.map((row) => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id, createdAt: Number(row.created_at) }));
+    return rows.map(pendingDelivery);
+  }
+
+  /**
+   * Up to `limit` pending deliveries never attempted and recorded before `before`: those
+   * whose hand-over to a shard may never have landed (by the status index).
+   */
+  async stranded(before: number, limit: number): Promise<PendingDelivery[]> {
+    const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'created_at']).where('status', '=', 'pending').where('attempts', '=', 0).where('created_at', '<', before).limit(limit).execute();
+    return rows.map(pendingDelivery);
   }
 
   /**

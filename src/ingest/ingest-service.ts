@@ -1,4 +1,4 @@
-import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { DeliveryLog, PendingDelivery } from '../delivery-log/delivery-log';
 import type { InstallationIndex } from '../delivery-log/installation-index';
 import type { EventRecord, NewEvent } from '../delivery-log/types';
 import { newEventId } from '../ids';
@@ -109,17 +109,25 @@ export class IngestService {
         else handOver.push({ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) });
       }
     }
-    // Each to the epoch it was recorded in, whose workflow holds it if it got there; all
-    // under one deadline, so that the caller answers within 2 s whatever it carries.
-    const byEpoch = new Map<number, ShardItem[]>([[this.shards.epochOf(now), handOver]]);
-    for (const { id, installationId, createdAt } of earlier.length ? await this.log.pendingOf(earlier) : []) {
-      const epoch = this.shards.epochOf(createdAt);
-      const items = byEpoch.get(epoch);
-      if (items) items.push({ id, installationId });
-      else byEpoch.set(epoch, [{ id, installationId }]);
-    }
+    // All under one deadline, so that the caller answers within 2 s whatever it carries.
+    const pending = earlier.length ? await this.log.pendingOf(earlier) : [];
     const deadline = Date.now() + ENGINE_DEADLINE_MS;
-    await Promise.all([...byEpoch].map(([epoch, items]) => this.shards.enqueue(shard, items, epoch, deadline)));
+    await Promise.all([this.shards.enqueue(shard, handOver, this.shards.epochOf(now), deadline), this.handOverAgain(pending, deadline)]);
     return records;
+  }
+
+  /**
+   * Hands recorded pending deliveries to their shards again, each to the epoch it was
+   * recorded in, whose workflow holds it if it got there (and skips it then).
+   */
+  async handOverAgain(deliveries: PendingDelivery[], deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<void> {
+    const groups = new Map<string, { shard: number; epoch: number; items: ShardItem[] }>();
+    for (const { id, eventId, installationId, createdAt } of deliveries) {
+      const [shard, epoch] = [this.shardOf(eventId), this.shards.epochOf(createdAt)];
+      const group = groups.get(`${shard}/${epoch}`);
+      if (group) group.items.push({ id, installationId });
+      else groups.set(`${shard}/${epoch}`, { shard, epoch, items: [{ id, installationId }] });
+    }
+    await Promise.all([...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)));
   }
 }

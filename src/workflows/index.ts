@@ -2,4 +2,5 @@ export { directoryWorkflow } from './directory';
 export { installationWorkflow } from './installation';
 export { deliveryEpochWorkflow, deliveryShardWorkflow } from './delivery-shard';
 export { retentionWorkflow } from './retention';
+export { strandedDeliveriesWorkflow } from './stranded';
 export { integrationWorkflow, integrationVersionWorkflow, registryWorkflow } from './integration';

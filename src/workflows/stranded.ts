@@ -1,0 +1,27 @@
+import * as wf from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+
+export const STRANDED_WORKFLOW_ID = 'stranded-deliveries';
+
+const { resumeStranded } = wf.proxyActivities<ReturnType<typeof createActivities>>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '10 seconds', maximumInterval: '1 minute' },
+});
+
+/** Sweeps an hour per run: history stays bounded. */
+const SWEEPS_PER_RUN = 60;
+
+/**
+ * Once a minute, hands to their shards again the deliveries recorded but never attempted a
+ * minute on: an ingest or a replay that answered 503 (its hand-over not known to have
+ * landed) and was never retried would otherwise stay pending for good. A shard skips what
+ * it holds, so a delivery merely waiting in a backlog is not attempted twice. One per
+ * namespace.
+ */
+export async function strandedDeliveriesWorkflow(): Promise<void> {
+  for (let sweep = 0; sweep < SWEEPS_PER_RUN; sweep++) {
+    await resumeStranded();
+    await wf.sleep('1 minute');
+  }
+  await wf.continueAsNew<typeof strandedDeliveriesWorkflow>();
+}
