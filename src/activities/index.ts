@@ -64,7 +64,7 @@ export function createActivities(deps: ActivityDependencies) {
     /** Hands stranded deliveries (see strandedDeliveriesWorkflow) to their shards again; returns how many. */
     async resumeStranded(): Promise<number> {
       const stranded = await deps.log.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP);
-      await deps.ingest.handOverAgain(stranded);
+      await deps.ingest.handOverRecorded(stranded);
       return stranded.length;
     },
 

@@ -1,8 +1,9 @@
-import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { DeliveryLog, PendingDelivery } from '../delivery-log/delivery-log';
 import type { Delivery, DeliveryFilter, DeliverySummary, PageCursor } from '../delivery-log/types';
 import { deliveryId } from '../ids';
 import type { IngestService } from '../ingest/ingest-service';
 import type { PageTokens } from './page-tokens';
+import { activeTraceparent } from '../tracing';
 
 /** Deliveries a bulk replay reads per page. */
 const PAGE = 200;
@@ -27,14 +28,8 @@ export class DeliveryService {
 
   /** A new delivery with the same body and eventId: `<eventId>:<installationId>:replay-<n>`. */
   async replay(original: DeliverySummary): Promise<string> {
-    for (let n = 1; ; n++) {
-      const id = deliveryId(original.eventId, original.installationId, n);
-      const now = Date.now();
-      const recorded = await this.log.recordReplay({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url }, original.id, now);
-      if (!recorded) continue;
-      await this.ingest.enqueue({ id, eventId: original.eventId, installationId: original.installationId }, now);
-      return id;
-    }
+    const [id] = await this.replayAll([original]);
+    return id!;
   }
 
   /** Every failed delivery in the filter, replayed once per event even if it failed several times. */
@@ -44,13 +39,34 @@ export class DeliveryService {
     let after: PageCursor | undefined;
     do {
       const page = await this.log.list({ ...filter, status: 'failed' }, PAGE, after);
-      for (const delivery of page.items) {
-        if (seenEvents.has(delivery.eventId)) continue;
+      const originals = page.items.filter((delivery) => {
+        if (seenEvents.has(delivery.eventId)) return false;
         seenEvents.add(delivery.eventId);
-        ids.push(await this.replay(delivery));
-      }
+        return true;
+      });
+      ids.push(...(await this.replayAll(originals)));
       after = page.next;
     } while (after);
     return ids;
+  }
+
+  /**
+   * Records a replay of each, then hands them over together (a hand-over per shard, not per
+   * delivery). A replay whose hand-over failed (503) is not lost: the sweep of stranded
+   * deliveries hands it over a minute on.
+   */
+  private async replayAll(originals: DeliverySummary[]): Promise<string[]> {
+    const replays: PendingDelivery[] = [];
+    for (const original of originals) {
+      for (let n = 1; ; n++) {
+        const id = deliveryId(original.eventId, original.installationId, n);
+        const now = Date.now();
+        if (!(await this.log.recordReplay({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url }, original.id, now))) continue;
+        replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now });
+        break;
+      }
+    }
+    await this.ingest.handOverRecorded(replays, undefined, activeTraceparent());
+    return replays.map((replay) => replay.id);
   }
 }

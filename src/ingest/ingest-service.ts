@@ -8,7 +8,7 @@ import { planDeliveries } from './fanout';
 import { GroupCommit } from './group-commit';
 import { deliveriesFinished, eventsIngested } from '../metrics';
 import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
-import { activeTraceparent, inSpan, linksTo, traceparentOf, tracer } from '../tracing';
+import { inSpan, linksTo, traceparentOf, tracer } from '../tracing';
 
 /** An event on its way to the log: its id settled, and its ingest span's `traceparent` when tracing. */
 type Submitted = IngestedEvent & { eventId: string; trace?: string };
@@ -62,12 +62,6 @@ export class IngestService {
     return this.shards.shardOf(eventId);
   }
 
-  /** Hands one more delivery of a recorded event (a replay), recorded at `recordedAt`, to its shard. */
-  async enqueue(delivery: ShardItem & { eventId: string }, recordedAt: number): Promise<void> {
-    const trace = activeTraceparent();
-    await this.shards.enqueue(this.shardOf(delivery.eventId), [{ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) }], this.shards.epochOf(recordedAt));
-  }
-
   /** One flush carries many events: its span starts a trace of its own, linked to each event's. */
   private flush(shard: number, events: Submitted[]): Promise<IngestAnswer[]> {
     const span = tracer.startSpan('ingest flush', { root: true, links: linksTo(events.map((event) => event.trace)), attributes: { 'delivery.shard': shard, 'ingest.events': events.length } });
@@ -112,21 +106,23 @@ export class IngestService {
     // All under one deadline, so that the caller answers within 2 s whatever it carries.
     const pending = earlier.length ? await this.log.pendingOf(earlier) : [];
     const deadline = Date.now() + ENGINE_DEADLINE_MS;
-    await Promise.all([this.shards.enqueue(shard, handOver, this.shards.epochOf(now), deadline), this.handOverAgain(pending, deadline)]);
+    await Promise.all([this.shards.enqueue(shard, handOver, this.shards.epochOf(now), deadline), this.handOverRecorded(pending, deadline)]);
     return records;
   }
 
   /**
-   * Hands recorded pending deliveries to their shards again, each to the epoch it was
-   * recorded in, whose workflow holds it if it got there (and skips it then).
+   * Hands recorded pending deliveries (replays among them) to their shards, each to the
+   * epoch it was recorded in, whose workflow holds it if it got there before (and skips it
+   * then); `trace`: the span their attempts continue.
    */
-  async handOverAgain(deliveries: PendingDelivery[], deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<void> {
+  async handOverRecorded(deliveries: PendingDelivery[], deadline = Date.now() + ENGINE_DEADLINE_MS, trace?: string): Promise<void> {
     const groups = new Map<string, { shard: number; epoch: number; items: ShardItem[] }>();
     for (const { id, eventId, installationId, createdAt } of deliveries) {
       const [shard, epoch] = [this.shardOf(eventId), this.shards.epochOf(createdAt)];
+      const item = { id, installationId, ...(trace && { trace }) };
       const group = groups.get(`${shard}/${epoch}`);
-      if (group) group.items.push({ id, installationId });
-      else groups.set(`${shard}/${epoch}`, { shard, epoch, items: [{ id, installationId }] });
+      if (group) group.items.push(item);
+      else groups.set(`${shard}/${epoch}`, { shard, epoch, items: [item] });
     }
     await Promise.all([...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)));
   }
