@@ -37,7 +37,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
     it('records an event that fans out to nobody, so its repeat answers the same', async function () {
       assert.equal((await stores.log.recordEvents([event('evt_nobody', [])])).get('evt_nobody')!.fresh, true);
-      assert.deepEqual((await stores.log.recordEvents([event('evt_nobody', ['ins_late'])])).get('evt_nobody'), { eventId: 'evt_nobody', deliveryIds: [], fresh: false });
+      assert.deepEqual((await stores.log.recordEvents([event('evt_nobody', ['ins_late'])])).get('evt_nobody'), { eventId: 'evt_nobody', organizationId: 'org-a', eventType: 'space_content_updated', deliveryIds: [], fresh: false });
     });
 
     it('seals payload bodies at rest and opens them for attempts', async function () {

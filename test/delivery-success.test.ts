@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import Stripe from 'stripe';
 import { EncryptionCodec } from '../src/temporal/codec';
-import { TestPlatform, spaceEvent } from './support/platform';
+import { TestPlatform, siteViewEvent, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { idsOfOneShard } from './support/settings';
 
@@ -75,6 +75,23 @@ describe('a delivery to a receiver that answers 200', function () {
     const again = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: ingest.body.eventId }));
     assert.equal(again.status, 202);
     assert.deepEqual(again.body, ingest.body);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal(receiver.requests.length, 1);
+  });
+
+  it('refuses (409) an eventId taken by an event of another organization or type, alone or in a batch, and answers nothing of the first', async function () {
+    const other = await platform.tenant();
+    for (const event of [spaceEvent(other.org, 'space-1', { eventId: ingest.body.eventId }), siteViewEvent(tenant.org, 'site-1', { eventId: ingest.body.eventId })]) {
+      const taken = await platform.admin('POST', '/v1/events', event);
+      assert.equal(taken.status, 409, JSON.stringify(taken.body));
+      assert.equal(taken.body.error, 'conflict');
+      assert.ok(taken.body.message.includes(ingest.body.eventId));
+      assert.equal(taken.body.deliveries, undefined);
+    }
+    const batch = await platform.admin('POST', '/v1/events/batch', { events: [spaceEvent(other.org, 'space-1', { eventId: ingest.body.eventId }), spaceEvent(tenant.org, 'space-1', { eventId: ingest.body.eventId })] });
+    assert.equal(batch.status, 202);
+    assert.equal(batch.body.results[0].error, 'conflict');
+    assert.deepEqual(batch.body.results[1], ingest.body);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     assert.equal(receiver.requests.length, 1);
   });

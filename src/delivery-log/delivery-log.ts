@@ -85,11 +85,11 @@ export class DeliveryLog {
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
       }
-      for (const event of events) if (fresh.has(event.eventId)) records.set(event.eventId, { eventId: event.eventId, deliveryIds: event.deliveries.map((d) => d.id), fresh: true });
+      for (const event of events) if (fresh.has(event.eventId)) records.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.eventType, deliveryIds: event.deliveries.map((d) => d.id), fresh: true });
       const earlier = events.filter((event) => !fresh.has(event.eventId)).map((event) => event.eventId);
       for (const part of chunks(earlier)) {
-        const rows = await trx.selectFrom('events').select(['event_id', 'delivery_ids']).where('event_id', 'in', part).execute();
-        for (const row of rows) records.set(row.event_id, { eventId: row.event_id, deliveryIds: JSON.parse(row.delivery_ids) as string[], fresh: false });
+        const rows = await trx.selectFrom('events').select(['event_id', 'organization_id', 'event_type', 'delivery_ids']).where('event_id', 'in', part).execute();
+        for (const row of rows) records.set(row.event_id, { eventId: row.event_id, organizationId: row.organization_id, eventType: row.event_type, deliveryIds: JSON.parse(row.delivery_ids) as string[], fresh: false });
       }
     });
     return records;

@@ -65,6 +65,9 @@ export interface NewEvent {
 /** What the log holds of an event: the first ingest's answer. */
 export interface EventRecord {
   eventId: string;
+  /** Of the event as first recorded: a repeat must name the same. */
+  organizationId: string;
+  eventType: string;
   deliveryIds: string[];
   /** This call recorded it (otherwise an earlier ingest did). */
   fresh: boolean;

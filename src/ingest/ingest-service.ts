@@ -19,6 +19,16 @@ export interface IngestAnswer {
   deliveries: string[];
 }
 
+/**
+ * An eventId recorded before for another organization or event type: not a repeat of that
+ * event (as a Stripe idempotency key reused with other parameters), refused rather than
+ * answered with another event's deliveries, and possibly another tenant's.
+ */
+export class EventIdTakenError extends Error {}
+
+/** What a flush answers for one event: its answer, or why it was refused. */
+type Recorded = IngestAnswer | EventIdTakenError;
+
 /** Events per flush of one shard: one read of installations, one transaction, one update. */
 const FLUSH_EVENTS = 200;
 /**
@@ -37,7 +47,7 @@ export const INGEST_DEADLINE_MS = 1800;
  * recorded without delivering anything twice.
  */
 export class IngestService {
-  private readonly commits: GroupCommit<Submitted, IngestAnswer>[];
+  private readonly commits: GroupCommit<Submitted, Recorded>[];
 
   constructor(
     private readonly log: DeliveryLog,
@@ -52,6 +62,7 @@ export class IngestService {
     const eventId = event.eventId ?? newEventId();
     const span = tracer.startSpan('ingest event', { attributes: { 'event.id': eventId, 'event.type': event.type, 'organization.id': event.organizationId } });
     const answer = await inSpan(span, () => this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId, trace: traceparentOf(span) }, deadline));
+    if (answer instanceof EventIdTakenError) throw answer;
     span.setAttribute('event.deliveries', answer.deliveries.length);
     eventsIngested.inc({ type: event.type });
     return answer;
@@ -63,12 +74,12 @@ export class IngestService {
   }
 
   /** One flush carries many events: its span starts a trace of its own, linked to each event's. */
-  private flush(shard: number, events: Submitted[]): Promise<IngestAnswer[]> {
+  private flush(shard: number, events: Submitted[]): Promise<Recorded[]> {
     const span = tracer.startSpan('ingest flush', { root: true, links: linksTo(events.map((event) => event.trace)), attributes: { 'delivery.shard': shard, 'ingest.events': events.length } });
     return inSpan(span, () => this.record(shard, events));
   }
 
-  private async record(shard: number, events: Submitted[]): Promise<IngestAnswer[]> {
+  private async record(shard: number, events: Submitted[]): Promise<Recorded[]> {
     const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
     const planned = new Map<string, NewEvent>();
     for (const event of events) {
@@ -76,7 +87,11 @@ export class IngestService {
       planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
     }
     const records = await this.commit(shard, [...planned.values()], new Map(events.map((event) => [event.eventId, event.trace])));
-    return events.map((event) => ({ eventId: event.eventId, deliveries: records.get(event.eventId)!.deliveryIds }));
+    return events.map((event) => {
+      const record = records.get(event.eventId)!;
+      if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} names an earlier event of another organization or type; give this event an id of its own`);
+      return { eventId: event.eventId, deliveries: record.deliveryIds };
+    });
   }
 
   /**

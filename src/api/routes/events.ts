@@ -1,11 +1,11 @@
 import { eventSchemas, INGESTED_EVENT_TYPES, PLATFORM_OWN_EVENT_TYPES, type IngestedEvent, type IngestedEventType } from '../../webhooks/events';
 import type { ApiDeps } from '../deps';
-import { badRequest, errorBody, fromEngine, notFound } from '../errors';
+import { badRequest, conflict, errorBody, fromEngine, notFound } from '../errors';
 import type { RouteTable } from '../route-table';
 import { batchIngestAnswerSchema, ingestAnswerSchema } from '../schemas';
 import { parse } from '../validation';
 import { ingestUnavailable } from '../../metrics';
-import { INGEST_DEADLINE_MS } from '../../ingest/ingest-service';
+import { EventIdTakenError, INGEST_DEADLINE_MS } from '../../ingest/ingest-service';
 
 /** Events one batch ingest takes at most. */
 export const MAX_BATCH_EVENTS = 500;
@@ -32,6 +32,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
   async function accept(event: IngestedEvent, deadline: number) {
     if (!(await organizations.exists(event.organizationId, deadline).catch((err) => Promise.reject(fromEngine(err))))) throw notFound(`organization ${event.organizationId}`);
     return ingest.ingest(event, deadline).catch((err) => {
+      if (err instanceof EventIdTakenError) return Promise.reject(conflict(err.message));
       const refused = fromEngine(err);
       if ((refused as { status?: number }).status === 503) ingestUnavailable.inc();
       return Promise.reject(refused);
@@ -50,6 +51,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
         202: { description: 'Accepted; a repeated eventId answers the first ingest again and starts nothing', schema: ingestAnswerSchema },
         400: { description: 'Invalid event' },
         404: { description: 'No such organization' },
+        409: { description: 'The eventId names an earlier event of another organization or type' },
         503: { description: 'Not known to be accepted (the engine did not answer within 2 s): retry with the same eventId' },
       },
     },
