@@ -60,6 +60,8 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
       PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
       PORT: String(port),
       PLATFORM_BASE_URL: base,
+      // Not the default 9464: other test files run workers at the same time.
+      PLATFORM_WORKER_METRICS_PORT: String(await freePort()),
       LOG_LEVEL: 'error',
     };
     await receiver.start();

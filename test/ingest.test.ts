@@ -1,20 +1,21 @@
 import assert from 'node:assert/strict';
 import { verifySignature } from '../src/webhooks/signature';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ApiProcess } from './support/api-process';
 import { idsOfOneShard } from './support/settings';
 import { ScriptedReceiver, type Reply } from './support/receiver';
 
 describe('ingest owned by the engine', function () {
   this.timeout(90_000);
   const platform = new TestPlatform(__filename);
-  // A second API process of the same deployment: its own client, same task queue and log.
-  let second: TestPlatform;
+  // A second API process of the same deployment: its own process and client, the same task queue and log.
+  let second: ApiProcess;
   const receiver = new ScriptedReceiver();
   let tenant: { org: string; token: string };
 
   before(async function () {
     await Promise.all([platform.start(), receiver.start()]);
-    second = await new TestPlatform(__filename, { worker: false, adminToken: platform.adminToken, databaseUrl: platform.databaseUrl }).start();
+    second = await new ApiProcess(platform).start();
     tenant = await platform.tenant();
   });
   after(async () => Promise.all([platform.stop(), second?.stop(), receiver.stop()]));

@@ -50,6 +50,33 @@ export interface HttpAnswer<T = any> {
   headers: Headers;
 }
 
+export interface HttpOptions {
+  token?: string;
+  body?: unknown;
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+/** One request to an API at `base`: its status, its body (parsed when JSON) and headers. */
+export async function httpAt<T = any>(base: string, method: string, path: string, options: HttpOptions = {}): Promise<HttpAnswer<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  let body: string | undefined = options.raw;
+  if (options.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  const response = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Not JSON: the test sees the text as it came.
+  }
+  return { status: response.status, body: parsed as T, headers: response.headers };
+}
+
 /** A real API on a real listener and a real worker, against the run's dev server. */
 export class TestPlatform {
   readonly adminToken: string;
@@ -126,23 +153,8 @@ export class TestPlatform {
     await this.stores?.close();
   }
 
-  async http<T = any>(method: string, path: string, options: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpAnswer<T>> {
-    const headers: Record<string, string> = { ...options.headers };
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
-    let body: string | undefined = options.raw;
-    if (options.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(options.body);
-    }
-    const response = await fetch(`${this.api.url}${path}`, { method, headers, body });
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // Not JSON: the test sees the text as it came.
-    }
-    return { status: response.status, body: parsed as T, headers: response.headers };
+  http<T = any>(method: string, path: string, options: HttpOptions = {}): Promise<HttpAnswer<T>> {
+    return httpAt<T>(this.api.url, method, path, options);
   }
 
   admin<T = any>(method: string, path: string, body?: unknown): Promise<HttpAnswer<T>> {
