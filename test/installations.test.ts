@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { verifySignature } from '../src/webhooks/signature';
 import { installationWorkflow, installationWorkflowId, newInstallationState } from '../src/workflows/installation';
 import { newSigningSecret } from '../src/api/installation-service';
@@ -124,6 +124,31 @@ describe('installations of the webhook integration', function () {
     const lateRetryDue = attemptsOf(secondId)[0]!.at + 3000;
     if (pausedAt < lateRetryDue) assert.equal(late.attempts.length, 1, `paused ${Math.round(lateRetryDue - pausedAt)} ms before the later retry was due`);
     else assert.ok(late.attempts.length <= 2);
+  });
+
+  it('a URL change and a rotation answered between attempts apply to the retry: it goes to the new URL, signed with the new secret first', async function () {
+    const before = await new ScriptedReceiver(() => ({ status: 503, headers: { 'retry-after': '2' } })).start();
+    const after = await new ScriptedReceiver().start();
+    try {
+      const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-move-mid' }, before.url, { space_content_updated: true });
+      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-move-mid'));
+      await waitFor(async () => (before.requests.length >= 1 ? true : undefined), 10_000, 'a first attempt');
+      const firstAt = performance.now();
+      assert.equal((await call('PATCH', `/v1/installations/${hook.id}/configuration`, { webhook_url: after.url })).status, 200);
+      const rotated = await call('POST', `/v1/installations/${hook.id}/signing-secret/rotate`);
+      const changedAfter = performance.now() - firstAt;
+      const delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
+      assert.ok(changedAfter < 1900, `changed ${Math.round(changedAfter)} ms after the first attempt: the retry may have gone first`);
+      assert.equal(delivery.status, 'delivered');
+      assert.deepEqual(delivery.attempts.map((a: any) => [a.url, a.statusCode]), [[before.url, 503], [after.url, 200]]);
+      assert.equal(before.requests.length, 1);
+      const [retry] = after.requests;
+      const header = String(retry!.headers['x-platform-signature']);
+      assert.equal(header.split(',v1=')[1], createHmac('sha256', rotated.body.secret).update(`${header.split(',')[0]!.slice(2)}.${retry!.body}`).digest('hex'), 'the new secret signs first');
+      assert.equal(verifySignature(header, retry!.body, hook.secret).valid, true, 'the old one still verifies during its overlap');
+    } finally {
+      await Promise.all([before.stop(), after.stop()]);
+    }
   });
 
   it('an organization installation hears events of every space and site of its organization', async function () {
