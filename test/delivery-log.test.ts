@@ -93,26 +93,51 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(new Set(seen).size, 8);
       assert.equal(seen[0], 'evt_list_new:ins_list');
       assert.deepEqual((await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 10)).items.map((i) => i.id).sort(), ['evt_list_new:ins_list', 'evt_list_new:ins_other']);
+      assert.deepEqual((await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new', installation: 'ins_other' }, 10)).items.map((i) => i.id), ['evt_list_new:ins_other']);
+      assert.deepEqual((await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new', status: 'delivered' }, 10)).items, []);
+      assert.deepEqual((await stores.log.list({ orgs: ['org-elsewhere'], eventId: 'evt_list_new' }, 10)).items, [], 'another organization’s event is not listed');
+      const byEvent = await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 1);
+      assert.deepEqual([...byEvent.items, ...(await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 1, byEvent.next)).items].map((i) => i.id).sort(), ['evt_list_new:ins_list', 'evt_list_new:ins_other']);
       assert.equal((await stores.log.list({ orgs: ['org-list'], since: now + 500 }, 10)).items.length, 2);
       assert.equal((await stores.log.list({ orgs: ['org-list'], status: 'delivered' }, 10)).items.length, 0);
       assert.deepEqual((await stores.log.list({ orgs: ['org-elsewhere'] }, 10)).items, []);
     });
 
     it('serves lists by installation, by organization and by organization and status from indexes, in index order', async function () {
-      // The queries DeliveryLog.list makes: by installation (with a status), by organization, by organization and status, by event.
-      const filters = [`installation_id = 'x' AND status = 'failed'`, `organization_id = 'a'`, `organization_id = 'a' AND status = 'failed'`];
+      // The ranges DeliveryLog.list reads (by installation with a status, by organization, by
+      // organization and status) and the stranded sweep's, each with the index it must use.
+      const ranges: [string, string, RegExp][] = [
+        [`installation_id = 'x' AND status = 'failed'`, 'created_at DESC, id DESC', /deliveries_installation_status/],
+        [`organization_id = 'a'`, 'created_at DESC, id DESC', /deliveries_organization /i],
+        [`organization_id = 'a' AND status = 'failed'`, 'created_at DESC, id DESC', /deliveries_organization_status/],
+        [`status = 'pending' AND attempts = 0 AND created_at < 1`, 'created_at, id', /deliveries_pending_age/],
+      ];
       const plans = await Promise.all(
-        filters.map(async (where) => {
-          if (kind === 'sqlite') return (await sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT * FROM deliveries WHERE ${sql.raw(where)} ORDER BY created_at DESC, id DESC LIMIT 51`.execute(stores.log.db)).rows.map((r) => r.detail).join(' ');
+        ranges.map(async ([where, order]) => {
+          if (kind === 'sqlite') return (await sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT id FROM deliveries WHERE ${sql.raw(where)} ORDER BY ${sql.raw(order)} LIMIT 51`.execute(stores.log.db)).rows.map((r) => r.detail).join(' ');
           await sql`SET enable_seqscan = off`.execute(stores.log.db);
-          return (await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT * FROM deliveries WHERE ${sql.raw(where)} ORDER BY created_at DESC, id DESC LIMIT 51`.execute(stores.log.db)).rows.map((r) => r['QUERY PLAN']).join(' ');
+          return (await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT id FROM deliveries WHERE ${sql.raw(where)} ORDER BY ${sql.raw(order)} LIMIT 51`.execute(stores.log.db)).rows.map((r) => r['QUERY PLAN']).join(' ');
         }),
       );
       for (const [i, plan] of plans.entries()) {
         // A search of one range of the filter's own index, read in order: no scan, no sort.
-        assert.match(plan, i === 0 ? /deliveries_installation_status/ : i === 1 ? /deliveries_organization /i : /deliveries_organization_status/, plan);
+        assert.match(plan, ranges[i]![2], plan);
         assert.doesNotMatch(plan, /SCAN deliveries|Seq Scan|TEMP B-TREE|Sort/, plan);
       }
+    });
+
+    it('finds stranded deliveries (pending, never attempted, old enough) oldest first, on from a cursor', async function () {
+      const old = Date.now() - 120_000;
+      await stores.log.recordEvents([event('evt_strand_a', ['ins_s'], 'org-strand')], old);
+      await stores.log.recordEvents([event('evt_strand_b', ['ins_s'], 'org-strand'), event('evt_strand_c', ['ins_s'], 'org-strand')], old + 1);
+      await stores.log.recordOutcomes([{ id: 'evt_strand_c:ins_s', status: 'pending', attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 500, nextDelayMs: 1000 } }], run);
+      await stores.log.recordEvents([event('evt_strand_new', ['ins_s'], 'org-strand')]);
+      const mine = (list: { id: string }[]) => list.map((d) => d.id).filter((id) => id.startsWith('evt_strand_'));
+      const before = Date.now() - 60_000;
+      const all = await stores.log.stranded(before, 1000);
+      assert.deepEqual(mine(all), ['evt_strand_a:ins_s', 'evt_strand_b:ins_s'], 'oldest first; an attempted one and a recent one are not stranded');
+      const a = all.find((d) => d.id === 'evt_strand_a:ins_s')!;
+      assert.deepEqual(mine(await stores.log.stranded(before, 1000, { createdAt: a.createdAt, id: a.id })), ['evt_strand_b:ins_s']);
     });
 
     it('lists the deliveries of several organizations newest first, a page at a time, each once', async function () {

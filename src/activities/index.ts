@@ -1,4 +1,4 @@
-import type { InstallationProjection, NewEvent } from '../delivery-log/types';
+import type { InstallationProjection, NewEvent, PageCursor } from '../delivery-log/types';
 import { deliveryId } from '../ids';
 import type { IngestService } from '../ingest/ingest-service';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
@@ -61,11 +61,21 @@ export function createActivities(deps: ActivityDependencies) {
       for (const [shard, planned] of byShard) await deps.ingest.commit(shard, planned);
     },
 
-    /** Hands stranded deliveries (see strandedDeliveriesWorkflow) to their shards again; returns how many. */
-    async resumeStranded(): Promise<number> {
-      const stranded = await deps.log.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP);
-      await deps.ingest.handOverRecorded(stranded);
-      return stranded.length;
+    /**
+     * Hands stranded deliveries (see strandedDeliveriesWorkflow) to their shards again, oldest
+     * first from `after`; answers where the next sweep goes on (nothing: from the start).
+     */
+    async resumeStranded(after?: PageCursor): Promise<{ handedOver: number; next?: PageCursor }> {
+      const stranded = await deps.log.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
+      try {
+        await deps.ingest.handOverRecorded(stranded);
+      } catch (err) {
+        // A shard that did not take them (busy, or the engine away): the next sweep starts over.
+        deps.logger.warn({ err: (err as Error).message, stranded: stranded.length }, 'stranded deliveries not all handed over; the next sweep tries again');
+        return { handedOver: 0 };
+      }
+      const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;
+      return { handedOver: stranded.length, ...(last && { next: { createdAt: last.createdAt, id: last.id } }) };
     },
 
     /** Deletes what is past retention, in bounded steps; returns how many rows went. */

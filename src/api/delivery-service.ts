@@ -4,6 +4,7 @@ import { deliveryId } from '../ids';
 import type { IngestService } from '../ingest/ingest-service';
 import type { PageTokens } from './page-tokens';
 import { activeTraceparent } from '../tracing';
+import type { Logger } from '../logger';
 
 /** Deliveries a bulk replay reads per page. */
 const PAGE = 200;
@@ -14,6 +15,7 @@ export class DeliveryService {
     private readonly log: DeliveryLog,
     private readonly ingest: IngestService,
     private readonly pageTokens: PageTokens,
+    private readonly logger: Logger,
   ) {}
 
   async list(filter: DeliveryFilter, pageSize: number, pageToken?: string): Promise<{ items: DeliverySummary[]; nextPageToken?: string }> {
@@ -51,9 +53,10 @@ export class DeliveryService {
   }
 
   /**
-   * Records a replay of each, then hands them over together (a hand-over per shard, not per
-   * delivery). A replay whose hand-over failed (503) is not lost: the sweep of stranded
-   * deliveries hands it over a minute on.
+   * Records a replay of each, then hands them over together (a hand-over per shard and
+   * epoch, not per delivery). Recorded, a replay is accepted: if its hand-over fails, the
+   * sweep of stranded deliveries hands it over a minute on, so the caller is not told to
+   * try again (a retry would record, and deliver, a second replay).
    */
   private async replayAll(originals: DeliverySummary[]): Promise<string[]> {
     const replays: PendingDelivery[] = [];
@@ -66,7 +69,7 @@ export class DeliveryService {
         break;
       }
     }
-    await this.ingest.handOverRecorded(replays, undefined, activeTraceparent());
+    await this.ingest.handOverRecorded(replays, undefined, activeTraceparent()).catch((err: Error) => this.logger.warn({ err: err.message, replays: replays.length }, 'replays recorded but not handed over yet; the stranded sweep hands them over'));
     return replays.map((replay) => replay.id);
   }
 }

@@ -57,7 +57,7 @@ export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKe
     installationTokens: new InstallationTokens(encryptionKey),
     installations: stores.installations,
     ingest,
-    deliveries: new DeliveryService(stores.log, ingest, new PageTokens(settings.adminToken)),
+    deliveries: new DeliveryService(stores.log, ingest, new PageTokens(settings.adminToken), settings.logger),
     organizations: new KnownOrganizations(settings.client),
     oauthStates: new OAuthStates(encryptionKey, stores.log.db),
   };

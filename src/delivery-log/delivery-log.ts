@@ -19,8 +19,9 @@ export interface PendingDelivery {
 
 const pendingDelivery = (row: { id: string; event_id: string; installation_id: string; created_at: number }): PendingDelivery => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id, createdAt: Number(row.created_at) });
 
-/** Newest first by (created_at, id): the order of every list and its page cursor. */
-const newestFirst = (a: { created_at: number; id: string }, b: { created_at: number; id: string }): number => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+/** What a delivery's summary shows: every column but the body. */
+const SUMMARY_COLUMNS = ['id', 'event_id', 'installation_id', 'organization_id', 'event_type', 'url', 'status', 'reason', 'attempts', 'replay_of', 'workflow_id', 'run_id', 'created_at', 'completed_at'] as const;
+type Summary = Pick<Selectable<DeliveriesTable>, (typeof SUMMARY_COLUMNS)[number]>;
 
 function chunks<T>(items: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
@@ -139,11 +140,22 @@ export class DeliveryLog {
   }
 
   /**
-   * Up to `limit` pending deliveries never attempted and recorded before `before`: those
-   * whose hand-over to a shard may never have landed (by the status index).
+   * Up to `limit` pending deliveries never attempted and recorded before `before`, oldest
+   * first from the cursor `after`: those whose hand-over to a shard may never have landed
+   * (one range of the pending-age index).
    */
-  async stranded(before: number, limit: number): Promise<PendingDelivery[]> {
-    const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'created_at']).where('status', '=', 'pending').where('attempts', '=', 0).where('created_at', '<', before).limit(limit).execute();
+  async stranded(before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {
+    const rows = await this.db
+      .selectFrom('deliveries')
+      .select(['id', 'event_id', 'installation_id', 'created_at'])
+      .where('status', '=', 'pending')
+      .where('attempts', '=', 0)
+      .where('created_at', '<', before)
+      .$if(after !== undefined, (q) => q.where((eb) => eb.or([eb('created_at', '>', after!.createdAt), eb.and([eb('created_at', '=', after!.createdAt), eb('id', '>', after!.id)])])))
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
     return rows.map(pendingDelivery);
   }
 
@@ -249,40 +261,45 @@ export class DeliveryLog {
 
   /** Newest first, by (created_at, id), each filter served by an index. */
   /**
-   * A page of deliveries, newest first by (created_at, id). Each query reads one range of
-   * one index, in order: by installation (and status), by event, or by organization (and
-   * status); a member of several organizations gets one query per organization, merged,
-   * since no index orders deliveries of several organizations together.
+   * A page of deliveries, newest first by (created_at, id). Each range reads one index in
+   * order: an installation's (with its status), an organization's (with its status); a
+   * member of several organizations gets one range per organization, merged by the
+   * database, so that ties order as its page cursor compares them (its collation, not
+   * ours). An event's few deliveries are read by the event index and filtered here.
    */
   async list(filter: DeliveryFilter, pageSize: number, after?: PageCursor): Promise<{ items: DeliverySummary[]; next?: PageCursor }> {
     if (filter.orgs.length === 0) return { items: [] };
-    const perOrg = !filter.installation && !filter.eventId;
-    const rows = perOrg ? (await Promise.all(filter.orgs.map((org) => this.newest(filter, pageSize + 1, after, org)))).flat().sort(newestFirst).slice(0, pageSize + 1) : await this.newest(filter, pageSize + 1, after);
+    const limit = pageSize + 1;
+    let rows: Summary[];
+    if (filter.eventId) {
+      const ofEvent = await this.range(filter, after).where('event_id', '=', filter.eventId).execute();
+      rows = ofEvent.filter((row) => (!filter.installation || row.installation_id === filter.installation) && (!filter.status || row.status === filter.status)).slice(0, limit);
+    } else if (filter.installation) {
+      rows = await this.range(filter, after).where('installation_id', '=', filter.installation).$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).limit(limit).execute();
+    } else {
+      const [first, ...more] = filter.orgs.map((org) => this.range(filter, after).where('organization_id', '=', org).$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).limit(limit));
+      rows = more.length === 0 ? await first!.execute() : await this.db.selectFrom(more.reduce((union, range, i) => union.unionAll(this.db.selectFrom(range.as(`o${i + 1}`)).selectAll()), this.db.selectFrom(first!.as('o0')).selectAll()).as('merged')).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    }
+    // An installation's or an event's deliveries are all of one organization: the caller's, or none.
+    rows = rows.filter((row) => filter.orgs.includes(row.organization_id));
     const items = rows.slice(0, pageSize).map((row) => this.summaryOf(row));
     const last = rows.length > pageSize ? rows[pageSize - 1] : undefined;
     return { items, next: last && { createdAt: last.created_at, id: last.id } };
   }
 
-  /**
-   * One index range, newest first: an installation's or an event's deliveries (all of one
-   * organization, checked here, so that the query names only the column of its index), or
-   * one organization's.
-   */
-  private async newest(filter: DeliveryFilter, limit: number, after: PageCursor | undefined, org?: string): Promise<Selectable<DeliveriesTable>[]> {
-    let query = this.db.selectFrom('deliveries').selectAll();
-    if (filter.installation) query = query.where('installation_id', '=', filter.installation);
-    else if (filter.eventId) query = query.where('event_id', '=', filter.eventId);
-    else query = query.where('organization_id', '=', org!);
-    if (filter.installation && filter.eventId) query = query.where('event_id', '=', filter.eventId);
-    if (filter.status) query = query.where('status', '=', filter.status);
-    if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
-    if (filter.until !== undefined) query = query.where('created_at', '<=', filter.until);
-    if (after) query = query.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
-    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
-    return rows.filter((row) => filter.orgs.includes(row.organization_id));
+  /** Summaries (no body) newest first, within the filter's times and after the cursor. */
+  private range(filter: DeliveryFilter, after: PageCursor | undefined) {
+    return this.db
+      .selectFrom('deliveries')
+      .select(SUMMARY_COLUMNS)
+      .$if(filter.since !== undefined, (q) => q.where('created_at', '>=', filter.since!))
+      .$if(filter.until !== undefined, (q) => q.where('created_at', '<=', filter.until!))
+      .$if(after !== undefined, (q) => q.where((eb) => eb.or([eb('created_at', '<', after!.createdAt), eb.and([eb('created_at', '=', after!.createdAt), eb('id', '<', after!.id)])])))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc');
   }
 
-  private summaryOf(row: Selectable<DeliveriesTable>): DeliverySummary {
+  private summaryOf(row: Summary): DeliverySummary {
     const status = row.status as DeliveryStatus;
     const workflow: WorkflowLink | undefined = row.workflow_id && row.run_id ? { workflowId: row.workflow_id, runId: row.run_id, url: this.workflowUrl(row.workflow_id, row.run_id) } : undefined;
     return {

@@ -1,4 +1,4 @@
-import { Migrator, PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
+import { Migrator, type Kysely, type Migration } from 'kysely';
 
 /**
  * The log's schema, in order; never edit a migration that has shipped, add one. Types are
@@ -94,14 +94,15 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('deliveries_status').on('deliveries').columns(['status', 'attempts']).execute();
     },
   },
-  '0003-organization-lists-by-status': {
+  '0003-lists-by-status-and-stranded-sweep': {
+    // Created only if missing: on a large PostgreSQL log, build them first with CREATE INDEX CONCURRENTLY (docs/decisions.md).
     async up(db: Kysely<any>) {
       // An organization's deliveries of one status (failed ones, say) without reading its whole history.
-      await db.schema.createIndex('deliveries_organization_status').on('deliveries').columns(['organization_id', 'status', 'created_at', 'id']).execute();
-      // Delivery ids order byte by byte in PostgreSQL too, as in SQLite and in the merge of
-      // several organizations' pages (PostgreSQL's default collation follows the locale, which
-      // would make a page cursor skip or repeat deliveries created in the same millisecond).
-      if (db.getExecutor().adapter instanceof PostgresAdapter) await sql`ALTER TABLE deliveries ALTER COLUMN id TYPE text COLLATE "C"`.execute(db);
+      await db.schema.createIndex('deliveries_organization_status').ifNotExists().on('deliveries').columns(['organization_id', 'status', 'created_at', 'id']).execute();
+      // Pending deliveries never attempted, oldest first (the stranded sweep); it serves the
+      // pending-retries gauge as (status, attempts) did, which it replaces.
+      await db.schema.createIndex('deliveries_pending_age').ifNotExists().on('deliveries').columns(['status', 'attempts', 'created_at', 'id']).execute();
+      await db.schema.dropIndex('deliveries_status').ifExists().execute();
     },
   },
 };

@@ -10,8 +10,15 @@ import { deliveriesFinished, eventsIngested } from '../metrics';
 import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
 import { inSpan, linksTo, traceparentOf, tracer } from '../tracing';
 
-/** An event on its way to the log: its id settled, and its ingest span's `traceparent` when tracing. */
-type Submitted = IngestedEvent & { eventId: string; trace?: string };
+/**
+ * An event on its way to the log (its id settled), with its request's deadline and its
+ * ingest span's `traceparent` when tracing: beside the event, never in its payload.
+ */
+interface Submitted {
+  event: IngestedEvent & { eventId: string };
+  deadline: number;
+  trace?: string;
+}
 
 /** DESIGN.md §4: `202 {eventId, deliveries}`; a repeated eventId answers the first ingest's body. */
 export interface IngestAnswer {
@@ -61,7 +68,7 @@ export class IngestService {
   async ingest(event: IngestedEvent, deadline = Date.now() + INGEST_DEADLINE_MS): Promise<IngestAnswer> {
     const eventId = event.eventId ?? newEventId();
     const span = tracer.startSpan('ingest event', { attributes: { 'event.id': eventId, 'event.type': event.type, 'organization.id': event.organizationId } });
-    const answer = await inSpan(span, () => this.commits[this.shards.shardOf(eventId)]!.submit({ ...event, eventId, trace: traceparentOf(span) }, deadline));
+    const answer = await inSpan(span, () => this.commits[this.shards.shardOf(eventId)]!.submit({ event: { ...event, eventId }, deadline, trace: traceparentOf(span) }, deadline));
     if (answer instanceof EventIdTakenError) throw answer;
     span.setAttribute('event.deliveries', answer.deliveries.length);
     eventsIngested.inc({ type: event.type });
@@ -74,19 +81,22 @@ export class IngestService {
   }
 
   /** One flush carries many events: its span starts a trace of its own, linked to each event's. */
-  private flush(shard: number, events: Submitted[]): Promise<Recorded[]> {
-    const span = tracer.startSpan('ingest flush', { root: true, links: linksTo(events.map((event) => event.trace)), attributes: { 'delivery.shard': shard, 'ingest.events': events.length } });
-    return inSpan(span, () => this.record(shard, events));
+  private flush(shard: number, submitted: Submitted[]): Promise<Recorded[]> {
+    const span = tracer.startSpan('ingest flush', { root: true, links: linksTo(submitted.map(({ trace }) => trace)), attributes: { 'delivery.shard': shard, 'ingest.events': submitted.length } });
+    return inSpan(span, () => this.record(shard, submitted));
   }
 
-  private async record(shard: number, events: Submitted[]): Promise<Recorded[]> {
+  private async record(shard: number, submitted: Submitted[]): Promise<Recorded[]> {
+    const events = submitted.map(({ event }) => event);
     const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
     const planned = new Map<string, NewEvent>();
     for (const event of events) {
       if (planned.has(event.eventId)) continue;
       planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
     }
-    const records = await this.commit(shard, [...planned.values()], new Map(events.map((event) => [event.eventId, event.trace])));
+    // The hand-over may take as long as the latest of its requests may wait, no longer: a hung one frees the shard's flush for those behind it.
+    const deadline = Math.max(...submitted.map((item) => item.deadline));
+    const records = await this.commit(shard, [...planned.values()], new Map(submitted.map(({ event, trace }) => [event.eventId, trace])), deadline);
     return events.map((event) => {
       const record = records.get(event.eventId)!;
       if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} names an earlier event of another organization or type; give this event an id of its own`);
@@ -101,7 +111,7 @@ export class IngestService {
    * again (the engine may never have had it, if that ingest answered 503); a shard skips
    * ids it holds, a batch skips finished ones.
    */
-  async commit(shard: number, events: NewEvent[], traces = new Map<string, string | undefined>()): Promise<Map<string, EventRecord>> {
+  async commit(shard: number, events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
     const now = Date.now();
     const records = await this.log.recordEvents(events, now);
@@ -120,7 +130,7 @@ export class IngestService {
     }
     // All under one deadline, so that the caller answers within 2 s whatever it carries.
     const pending = earlier.length ? await this.log.pendingOf(earlier) : [];
-    const deadline = Date.now() + ENGINE_DEADLINE_MS;
+    const deadline = handOverBy ?? Date.now() + ENGINE_DEADLINE_MS;
     await Promise.all([this.shards.enqueue(shard, handOver, this.shards.epochOf(now), deadline), this.handOverRecorded(pending, deadline)]);
     return records;
   }
@@ -128,7 +138,8 @@ export class IngestService {
   /**
    * Hands recorded pending deliveries (replays among them) to their shards, each to the
    * epoch it was recorded in, whose workflow holds it if it got there before (and skips it
-   * then); `trace`: the span their attempts continue.
+   * then); `trace`: the span their attempts continue. Every shard and epoch gets its
+   * hand-over; the first that failed is thrown once all are done.
    */
   async handOverRecorded(deliveries: PendingDelivery[], deadline = Date.now() + ENGINE_DEADLINE_MS, trace?: string): Promise<void> {
     const groups = new Map<string, { shard: number; epoch: number; items: ShardItem[] }>();
@@ -139,6 +150,8 @@ export class IngestService {
       if (group) group.items.push(item);
       else groups.set(`${shard}/${epoch}`, { shard, epoch, items: [item] });
     }
-    await Promise.all([...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)));
+    const ends = await Promise.allSettled([...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)));
+    const failed = ends.find((end): end is PromiseRejectedResult => end.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 }

@@ -87,7 +87,10 @@ export class ShardClient {
     const max = this.limits.maxBacklog ?? MAX_BACKLOG;
     const over = () => backlog.held + backlog.sentSince + count > max;
     if (!over()) {
-      if (performance.now() - backlog.askedAt > BACKLOG_REFRESH_MS) void this.ask(shard, backlog);
+      // Only the current epoch's figure is kept fresh: a past epoch's workflow takes only
+      // deliveries recorded in it handed over again (a repeat, a sweep), and asking it (a
+      // closed run, often) would replay its whole history on a worker.
+      if (backlog.epoch >= this.epochOf(Date.now()) && performance.now() - backlog.askedAt > BACKLOG_REFRESH_MS) void this.ask(shard, backlog);
       return;
     }
     await Promise.race([this.ask(shard, backlog), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);

@@ -12,15 +12,17 @@ const { resumeStranded } = wf.proxyActivities<ReturnType<typeof createActivities
 const SWEEPS_PER_RUN = 60;
 
 /**
- * Once a minute, hands to their shards again the deliveries recorded but never attempted a
- * minute on: an ingest or a replay that answered 503 (its hand-over not known to have
- * landed) and was never retried would otherwise stay pending for good. A shard skips what
- * it holds, so a delivery merely waiting in a backlog is not attempted twice. One per
- * namespace.
+ * Once a minute, hands to their shards again up to 1,000 deliveries recorded but never
+ * attempted a minute on, oldest first, going on from where the last sweep stopped: an
+ * ingest that answered 503 (its hand-over not known to have landed) and was never retried
+ * would otherwise stay pending for good. A shard skips what it holds, so a delivery merely
+ * waiting in a backlog is not attempted twice. One per namespace.
  */
 export async function strandedDeliveriesWorkflow(): Promise<void> {
+  // Where the last sweep stopped: deliveries still held by a backlog do not hide later ones.
+  let after: Awaited<ReturnType<typeof resumeStranded>>['next'];
   for (let sweep = 0; sweep < SWEEPS_PER_RUN; sweep++) {
-    await resumeStranded();
+    ({ next: after } = await resumeStranded(after));
     await wf.sleep('1 minute');
   }
   await wf.continueAsNew<typeof strandedDeliveriesWorkflow>();
