@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { TestPlatform, spaceEvent } from './support/platform';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver, type Reply } from './support/receiver';
 
 /**
@@ -116,6 +116,43 @@ describe('delivery outcomes and the retry schedule', function () {
       assert.equal(receiver.requests.length, 1, 'redirects are not followed');
     });
   }
+
+  it('records the first 1 KiB of an answer, and caps a Retry-After at 60 s (the wait chosen is recorded at once)', async function () {
+    const tenant = await platform.tenant();
+    const receiver = await new ScriptedReceiver(() => ({ status: 503, headers: { 'retry-after': '3600' }, body: 'é'.repeat(2048) })).start();
+    try {
+      const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'capped' }, receiver.url, { space_content_updated: true });
+      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'capped'));
+      const attempted = await waitFor(async () => {
+        const read = await platform.http('GET', `/v1/deliveries/${encodeURIComponent(ingest.body.deliveries[0])}`, { token: tenant.token });
+        return read.body.attempts?.length ? read.body : undefined;
+      }, 10_000, 'the first attempt');
+      assert.equal(attempted.status, 'pending');
+      assert.equal(attempted.attempts[0].statusCode, 503);
+      assert.equal(attempted.attempts[0].nextDelayMs, 60_000, 'an hour asked, a minute waited');
+      // 4 KiB of two-byte characters: the first 1,024 bytes, 512 characters.
+      assert.equal(attempted.attempts[0].responseBody, 'é'.repeat(512));
+      await platform.http('POST', `/v1/installations/${hook.id}/pause`, { token: tenant.token });
+    } finally {
+      await receiver.stop();
+    }
+  });
+
+  it('keeps connections alive: successive deliveries to a receiver share its connection', async function () {
+    const tenant = await platform.tenant();
+    const receiver = await new ScriptedReceiver().start();
+    try {
+      await platform.webhook(tenant.token, { org: tenant.org, space: 'kept' }, receiver.url, { space_content_updated: true });
+      for (let i = 0; i < 5; i++) {
+        const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'kept'));
+        assert.equal((await platform.finalDelivery(ingest.body.deliveries[0], tenant.token)).status, 'delivered');
+      }
+      assert.equal(receiver.requests.length, 5);
+      assert.equal(new Set(receiver.requests.map((request) => request.remotePort)).size, 1, 'one connection for five POSTs');
+    } finally {
+      await receiver.stop();
+    }
+  });
 
   it('a response slower than the 10 s attempt timeout is retried', function () {
     const { receiver, delivery } = scenarios.get('slow-then-200')!;

@@ -10,6 +10,8 @@ export interface ReceivedRequest {
   url: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** The sender's port: requests on one kept-alive connection share it. */
+  remotePort?: number;
 }
 
 export interface Reply {
@@ -33,7 +35,7 @@ export class ScriptedReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        const request = { at, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        const request = { at, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), remotePort: req.socket.remotePort };
         const reply = this.reply(this.requests.length, request);
         this.requests.push(request);
         setTimeout(() => {
