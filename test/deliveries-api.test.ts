@@ -3,6 +3,9 @@ import { randomBytes } from 'node:crypto';
 import type { NewEvent } from '../src/delivery-log/types';
 import { retentionWorkflow } from '../src/workflows/retention';
 import { strandedDeliveriesWorkflow } from '../src/workflows/stranded';
+import { ShardClient } from '../src/ingest/shard-client';
+import { registry } from '../src/metrics';
+import { DELIVERY_SHARDS } from './support/settings';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -140,5 +143,14 @@ describe('listing and replaying deliveries', function () {
     } finally {
       await handle.terminate();
     }
+  });
+  it('counts and reports a delivery a shard hands over that is not in the log (lost with the machine), and attempts nothing', async function () {
+    const absent = async () => (await registry.getSingleMetric('platform_deliveries_absent_total')!.get()).values[0]?.value ?? 0;
+    const counted = await absent();
+    const eventId = `evt_lost_${randomBytes(4).toString('hex')}`;
+    const shards = new ShardClient(platform.client, platform.taskQueue, DELIVERY_SHARDS);
+    await shards.enqueue(shards.shardOf(eventId), [{ id: `${eventId}:${hook.id}`, installationId: hook.id }]);
+    await waitFor(async () => ((await absent()) > counted ? true : undefined), 10_000, 'the absent delivery to be counted');
+    assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 0);
   });
 });

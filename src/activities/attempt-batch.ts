@@ -10,7 +10,7 @@ import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, postOnce } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
-import { attemptDuration, deliveriesFinished, logWriteLag, retriesScheduled, statusClass } from '../metrics';
+import { attemptDuration, deliveriesAbsent, deliveriesFinished, logWriteLag, retriesScheduled, statusClass } from '../metrics';
 import { publicEndpoint } from '../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
@@ -183,6 +183,20 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     });
   }
 
+  /**
+   * A delivery handed over but not pending is finished (handed over twice), or not in the
+   * log at all: the machine lost rows it had committed (SQLite's synchronous=NORMAL keeps
+   * them through a crash of the process, not of the machine), or a purge took it. Nothing
+   * is attempted; the second case is counted and said, not silent.
+   */
+  async function reportAbsent(input: AttemptBatchInput, deliveries: Map<string, DeliveryToAttempt>): Promise<void> {
+    const missing = input.entries.filter((entry) => !deliveries.has(entry.id)).map((entry) => entry.id);
+    const absent = missing.length ? await deps.log.absent(missing) : [];
+    if (absent.length === 0) return;
+    deliveriesAbsent.inc(absent.length);
+    deps.logger.warn({ workflowId: input.workflowId, runId: input.runId, absent: absent.length, ids: absent.slice(0, 10) }, 'deliveries handed over are not in the delivery log: nothing to attempt');
+  }
+
   return async function attemptDeliveries(input: AttemptBatchInput): Promise<AttemptBatchResult[]> {
     const heartbeat = setInterval(() => Context.current().heartbeat(), 1000);
     // The batch carried many events: its span (the activity's) links to each one's.
@@ -192,6 +206,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       // once the first is due, and the installation as of each attempt's time (below).
       await waitUntil(Math.min(...input.entries.map(timeOf)));
       const deliveries = await deps.log.toAttempt(input.entries);
+      await reportAbsent(input, deliveries);
       /** When each attempt made by this run ended (performance.now()). */
       const endedAt = new Map<string, number>();
       const installationIds = [...new Set([...deliveries.values()].map((d) => d.installationId))];
@@ -212,7 +227,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {
           const { id, attempt } = entry;
           const delivery = deliveries.get(id);
-          // Gone (purged) or finished already (handed over twice): nothing to do.
+          // Finished already (handed over twice), or not in the log (reported above): nothing to do.
           if (!delivery) return undefined;
           // Recorded by an earlier run of the batch (written and counted then): its outcome again.
           if (delivery.recorded) return judge(id, delivery.recorded);

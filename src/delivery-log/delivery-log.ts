@@ -179,6 +179,13 @@ export class DeliveryLog {
     return found;
   }
 
+  /** Which of these delivery ids are not in the log at all. */
+  async absent(ids: string[]): Promise<string[]> {
+    const present = new Set<string>();
+    for (const part of chunks(ids)) for (const row of await this.db.selectFrom('deliveries').select('id').where('id', 'in', part).execute()) present.add(row.id);
+    return ids.filter((id) => !present.has(id));
+  }
+
   /** Writes an attempt batch's outcomes, attempts and states together. */
   async recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<void> {
     if (outcomes.length === 0) return;

@@ -18,6 +18,11 @@ export const attemptDuration = new Histogram({
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   registers: [registry],
 });
+export const deliveriesAbsent = new Counter({
+  name: 'platform_deliveries_absent_total',
+  help: 'Deliveries a shard handed to an attempt batch that are not in the delivery log at all: lost with the machine (SQLite synchronous=NORMAL) or purged; nothing was attempted',
+  registers: [registry],
+});
 export const retriesScheduled = new Counter({ name: 'platform_retries_scheduled_total', help: 'Attempts that ended in a retry wait', registers: [registry] });
 export const logWriteLag = new Histogram({
   name: 'platform_delivery_log_write_lag_seconds',
