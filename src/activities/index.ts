@@ -63,19 +63,14 @@ export function createActivities(deps: ActivityDependencies) {
 
     /**
      * Hands stranded deliveries (see strandedDeliveriesWorkflow) to their shards again, oldest
-     * first from `after`; answers where the next sweep goes on (nothing: from the start).
+     * first from `after`; answers where the next sweep goes on (nothing: from the start). Those
+     * a shard did not take (busy, or the engine away) are reached again on the next pass.
      */
-    async resumeStranded(after?: PageCursor): Promise<{ handedOver: number; next?: PageCursor }> {
+    async resumeStranded(after?: PageCursor): Promise<{ found: number; next?: PageCursor }> {
       const stranded = await deps.log.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
-      try {
-        await deps.ingest.handOverRecorded(stranded);
-      } catch (err) {
-        // A shard that did not take them (busy, or the engine away): the next sweep starts over.
-        deps.logger.warn({ err: (err as Error).message, stranded: stranded.length }, 'stranded deliveries not all handed over; the next sweep tries again');
-        return { handedOver: 0 };
-      }
+      await deps.ingest.handOverRecorded(stranded).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length }, 'stranded deliveries not all handed over; the next pass tries again'));
       const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;
-      return { handedOver: stranded.length, ...(last && { next: { createdAt: last.createdAt, id: last.id } }) };
+      return { found: stranded.length, ...(last && { next: { createdAt: last.createdAt, id: last.id } }) };
     },
 
     /** Deletes what is past retention, in bounded steps; returns how many rows went. */

@@ -30,14 +30,16 @@ export class DeliveryService {
 
   /** A new delivery with the same body and eventId: `<eventId>:<installationId>:replay-<n>`. */
   async replay(original: DeliverySummary): Promise<string> {
-    const [id] = await this.replayAll([original]);
-    return id!;
+    const { ids } = await this.replayAll([original], true);
+    return ids[0]!;
   }
 
   /** Every failed delivery in the filter, replayed once per event even if it failed several times. */
   async replayFailed(filter: DeliveryFilter): Promise<string[]> {
     const ids: string[] = [];
     const seenEvents = new Set<string>();
+    // Once a hand-over fails, the rest are only recorded: the request stays short, and the sweep hands them over.
+    let handingOver = true;
     let after: PageCursor | undefined;
     do {
       const page = await this.log.list({ ...filter, status: 'failed' }, PAGE, after);
@@ -46,19 +48,21 @@ export class DeliveryService {
         seenEvents.add(delivery.eventId);
         return true;
       });
-      ids.push(...(await this.replayAll(originals)));
+      const replayed = await this.replayAll(originals, handingOver);
+      ids.push(...replayed.ids);
+      handingOver &&= replayed.handedOver;
       after = page.next;
     } while (after);
     return ids;
   }
 
   /**
-   * Records a replay of each, then hands them over together (a hand-over per shard and
-   * epoch, not per delivery). Recorded, a replay is accepted: if its hand-over fails, the
-   * sweep of stranded deliveries hands it over a minute on, so the caller is not told to
-   * try again (a retry would record, and deliver, a second replay).
+   * Records a replay of each, then (when `handOver`) hands them over together: a hand-over
+   * per shard and epoch, not per delivery. Recorded, a replay is accepted: if its hand-over
+   * fails, the sweep of stranded deliveries hands it over (1,000 a minute), so the caller is
+   * not told to try again (a retry would record, and deliver, a second replay).
    */
-  private async replayAll(originals: DeliverySummary[]): Promise<string[]> {
+  private async replayAll(originals: DeliverySummary[], handOver: boolean): Promise<{ ids: string[]; handedOver: boolean }> {
     const replays: PendingDelivery[] = [];
     for (const original of originals) {
       for (let n = 1; ; n++) {
@@ -69,7 +73,12 @@ export class DeliveryService {
         break;
       }
     }
-    await this.ingest.handOverRecorded(replays, undefined, activeTraceparent()).catch((err: Error) => this.logger.warn({ err: err.message, replays: replays.length }, 'replays recorded but not handed over yet; the stranded sweep hands them over'));
-    return replays.map((replay) => replay.id);
+    const handedOver =
+      handOver &&
+      (await this.ingest.handOverRecorded(replays, undefined, activeTraceparent()).then(
+        () => true,
+        (err: Error) => (this.logger.warn({ err: err.message, replays: replays.length }, 'replays recorded but not handed over yet; the stranded sweep hands them over'), false),
+      ));
+    return { ids: replays.map((replay) => replay.id), handedOver };
   }
 }

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely, Selectable, SelectQueryBuilder } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { LogDatabase } from './database';
 import type { AttemptsTable, DeliveriesTable, Schema } from './schema';
@@ -18,6 +18,9 @@ export interface PendingDelivery {
 }
 
 const pendingDelivery = (row: { id: string; event_id: string; installation_id: string; created_at: number }): PendingDelivery => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id, createdAt: Number(row.created_at) });
+
+/** Ranges merged in one compound SELECT at most (SQLite refuses more than 500 arms). */
+const MERGED_RANGES = 400;
 
 /** What a delivery's summary shows: every column but the body. */
 const SUMMARY_COLUMNS = ['id', 'event_id', 'installation_id', 'organization_id', 'event_type', 'url', 'status', 'reason', 'attempts', 'replay_of', 'workflow_id', 'run_id', 'created_at', 'completed_at'] as const;
@@ -151,7 +154,8 @@ export class DeliveryLog {
       .where('status', '=', 'pending')
       .where('attempts', '=', 0)
       .where('created_at', '<', before)
-      .$if(after !== undefined, (q) => q.where((eb) => eb.or([eb('created_at', '>', after!.createdAt), eb.and([eb('created_at', '=', after!.createdAt), eb('id', '>', after!.id)])])))
+      // A row comparison: both databases read it as a range of the index, not a filter.
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after!.createdAt, after!.id))))
       .orderBy('created_at')
       .orderBy('id')
       .limit(limit)
@@ -284,8 +288,7 @@ export class DeliveryLog {
     } else if (filter.installation) {
       rows = await this.range(filter, after).where('installation_id', '=', filter.installation).$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).limit(limit).execute();
     } else {
-      const [first, ...more] = filter.orgs.map((org) => this.range(filter, after).where('organization_id', '=', org).$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).limit(limit));
-      rows = more.length === 0 ? await first!.execute() : await this.db.selectFrom(more.reduce((union, range, i) => union.unionAll(this.db.selectFrom(range.as(`o${i + 1}`)).selectAll()), this.db.selectFrom(first!.as('o0')).selectAll()).as('merged')).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+      rows = await this.merged(filter.orgs.map((org) => this.range(filter, after).where('organization_id', '=', org).$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).limit(limit)), limit).execute();
     }
     // An installation's or an event's deliveries are all of one organization: the caller's, or none.
     rows = rows.filter((row) => filter.orgs.includes(row.organization_id));
@@ -301,9 +304,26 @@ export class DeliveryLog {
       .select(SUMMARY_COLUMNS)
       .$if(filter.since !== undefined, (q) => q.where('created_at', '>=', filter.since!))
       .$if(filter.until !== undefined, (q) => q.where('created_at', '<=', filter.until!))
-      .$if(after !== undefined, (q) => q.where((eb) => eb.or([eb('created_at', '<', after!.createdAt), eb.and([eb('created_at', '=', after!.createdAt), eb('id', '<', after!.id)])])))
+      // A row comparison: both databases read it as a range of the index, not a filter (a deep page would read all above it).
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after!.createdAt, after!.id))))
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc');
+  }
+
+  /**
+   * One range per organization, merged newest first by the database, a page at most: a
+   * compound SELECT of at most MERGED_RANGES arms (SQLite takes 500), merged again above
+   * that for a member of more organizations.
+   */
+  private merged(ranges: SelectQueryBuilder<Schema, 'deliveries', Summary>[], limit: number): SelectQueryBuilder<Schema, 'deliveries', Summary> {
+    if (ranges.length === 1) return ranges[0]!;
+    const groups: SelectQueryBuilder<Schema, 'deliveries', Summary>[] = [];
+    for (let start = 0; start < ranges.length; start += MERGED_RANGES) {
+      const arms = ranges.slice(start, start + MERGED_RANGES).map((range, i) => this.db.selectFrom(range.as(`r${i}`)).selectAll());
+      const union = arms.slice(1).reduce((compound, arm) => compound.unionAll(arm), arms[0]!);
+      groups.push(this.db.selectFrom(union.as('merged')).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit) as unknown as SelectQueryBuilder<Schema, 'deliveries', Summary>);
+    }
+    return this.merged(groups, limit);
   }
 
   private summaryOf(row: Summary): DeliverySummary {

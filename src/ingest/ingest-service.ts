@@ -99,7 +99,7 @@ export class IngestService {
     const records = await this.commit(shard, [...planned.values()], new Map(submitted.map(({ event, trace }) => [event.eventId, trace])), deadline);
     return events.map((event) => {
       const record = records.get(event.eventId)!;
-      if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} names an earlier event of another organization or type; give this event an id of its own`);
+      if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} is taken by an earlier event that is not this one; give this event an id of its own`);
       return { eventId: event.eventId, deliveries: record.deliveryIds };
     });
   }
@@ -119,7 +119,9 @@ export class IngestService {
     const earlier: string[] = [];
     for (const record of records.values()) {
       if (!record.fresh) {
-        earlier.push(record.eventId);
+        // A repeat has what is still pending handed over again; an eventId taken by another event (refused) has not.
+        const mine = planned.get(record.eventId)!;
+        if (record.organizationId === mine.organizationId && record.eventType === mine.eventType) earlier.push(record.eventId);
         continue;
       }
       const trace = traces.get(record.eventId);

@@ -51,7 +51,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
         202: { description: 'Accepted; a repeated eventId answers the first ingest again and starts nothing', schema: ingestAnswerSchema },
         400: { description: 'Invalid event' },
         404: { description: 'No such organization' },
-        409: { description: 'The eventId names an earlier event of another organization or type' },
+        409: { description: 'The eventId is taken by an earlier event of another organization or type' },
         503: { description: 'Not known to be accepted (the engine did not answer within 2 s): retry with the same eventId' },
       },
     },
