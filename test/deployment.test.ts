@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { registry } from '../src/metrics';
 
 const root = path.join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -83,7 +84,7 @@ describe('deployment files', function () {
     assert.equal(envOf('api').PLATFORM_CODEC_CORS_ORIGINS, `http://localhost:${uiPublished}`);
   });
 
-  it('Prometheus scrapes the API (with the token file) and the worker on its metrics port, and alerts on failing deliveries', function () {
+  it('Prometheus scrapes the API (with the token file) and the worker on its metrics port, and alerts on failing and absent deliveries by metrics the platform has', function () {
     const prometheus = parse(read('deploy/prometheus/prometheus.yml'));
     const jobs = Object.fromEntries(prometheus.scrape_configs.map((job: any) => [job.job_name, job]));
     assert.deepEqual(jobs['platform-api'].static_configs[0].targets, [`api:${envOf('api').PORT}`]);
@@ -92,9 +93,12 @@ describe('deployment files', function () {
     assert.match(services.prometheus.image, /^prom\/prometheus:v\d+\.\d+\.\d+$/);
     const mounts = services.prometheus.volumes.map((volume: string) => volume.split(':')[1]);
     assert.deepEqual(mounts.sort(), ['/etc/prometheus/admin-token', '/etc/prometheus/alerts.yml', '/etc/prometheus/prometheus.yml']);
-    const [rule] = parse(read('deploy/prometheus/alerts.yml')).groups[0].rules;
-    assert.equal(rule.alert, 'DeliveriesFailing');
-    assert.match(rule.expr, /platform_deliveries_total\{status="failed"\}/);
+    const rules = parse(read('deploy/prometheus/alerts.yml')).groups[0].rules;
+    assert.deepEqual(rules.map((rule: any) => rule.alert), ['DeliveriesFailing', 'DeliveriesAbsentFromLog']);
+    assert.match(rules[0].expr, /platform_deliveries_total\{status="failed"\}/);
+    assert.match(rules[1].expr, /platform_deliveries_absent_total/);
+    const registered = new Set(registry.getMetricsAsArray().map((metric) => metric.name));
+    for (const rule of rules) for (const [name] of rule.expr.matchAll(/platform_\w+/g)) assert.ok(registered.has(name), `${rule.alert} reads ${name}, which the platform does not export`);
   });
 
   it('the README documents every variable the code reads', function () {
