@@ -15,7 +15,7 @@ import { stopOnSignals } from './lifecycle';
 import { serveMetrics } from './metrics/server';
 import { startTracing, type Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
-import { retryTaskQueue } from './workflows/delivery-shard';
+import { MAX_BATCHES_IN_FLIGHT, retryTaskQueue } from './workflows/delivery-shard';
 
 export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'ingest'> {
   address: string;
@@ -63,8 +63,10 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
       taskQueue: options.taskQueue,
       ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
       activities,
-      // Attempt batches wait on receivers: many may be in flight at once.
-      maxConcurrentActivityTaskExecutions: 200,
+      // Attempt batches wait on receivers (10 s each at most): as many slots as a shard keeps
+      // batches in flight, so that batches of receivers that hang never make others queue
+      // for a slot (at 200, 210 hanging ones held another installation's event 6.9 s).
+      maxConcurrentActivityTaskExecutions: MAX_BATCHES_IN_FLIGHT,
       // A shard whose worker died waits this long for it before another worker takes over
       // (10 s by default): the bench's worker SIGKILL measured deliveries back after 7-11 s.
       stickyQueueScheduleToStartTimeout: '2 seconds',

@@ -109,8 +109,8 @@ const SUB_SECOND_GROUP_MS = 100;
  * while they wait for their time (a receiver that hangs holds 4 + 8 slots at most).
  */
 const RETRY_LANE_BATCHES = 8;
-/** Batches in flight at once; the server fails a workflow task past 2,000 pending activities. */
-const MAX_BATCHES_IN_FLIGHT = 500;
+/** Batches in flight at once; the server fails a workflow task past 2,000 pending activities. A worker has as many slots. */
+export const MAX_BATCHES_IN_FLIGHT = 500;
 
 const ATTEMPT_BATCH: wf.ActivityOptions = {
   // A batch's attempts run concurrently, each bounded at 10 s; the rest is the log's write.

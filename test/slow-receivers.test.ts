@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+
+/** Many installations whose receivers hang, beside one that answers: the worker's slots. */
+describe('many slow receivers at once', function () {
+  this.timeout(120_000);
+  const platform = new TestPlatform(__filename);
+  /** Hangs 8 s (under the 10 s attempt timeout) for every space but "fast". */
+  const receiver = new ScriptedReceiver((_n, request) => (JSON.parse(request.body).spaceId === 'fast' ? { status: 200 } : { status: 200, delayMs: 8000 }));
+  const HANGING = 210;
+
+  before(async () => Promise.all([platform.start(), receiver.start()]));
+  after(async () => Promise.all([platform.stop(), receiver.stop()]));
+
+  it(`${HANGING} installations whose receivers hang (a batch each in flight) do not hold back another installation's event`, async function () {
+    const tenant = await platform.tenant();
+    const spaces = Array.from({ length: HANGING }, (_, i) => `hang-${i}`);
+    // Ten at a time, each tried again on a 503 (the engine is busy with the others).
+    const install = (space: string) => waitFor(() => platform.webhook(tenant.token, { org: tenant.org, space }, receiver.url, { space_content_updated: true }).catch(() => undefined), 30_000, `an installation for ${space}`, 200);
+    for (let i = 0; i < spaces.length; i += 10) await Promise.all(spaces.slice(i, i + 10).map(install));
+    await platform.webhook(tenant.token, { org: tenant.org, space: 'fast' }, receiver.url, { space_content_updated: true });
+    await Promise.all(spaces.map((space) => platform.admin('POST', '/v1/events', spaceEvent(tenant.org, space))));
+    // At least 200 hanging batches are in flight (their POSTs arrived) when the other event comes.
+    await waitFor(async () => (receiver.requests.length >= 200 ? true : undefined), 20_000, 'the hanging POSTs');
+    const sent = performance.now();
+    const fast = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'fast'));
+    const delivery = await platform.finalDelivery(fast.body.deliveries[0], tenant.token);
+    const took = performance.now() - sent;
+    assert.equal(delivery.status, 'delivered');
+    assert.ok(took < 3000, `the other installation's event took ${Math.round(took)} ms beside ${receiver.requests.length - 1} hanging batches`);
+    // Every hanging batch had its slot too: all their POSTs came within the hang, not after it.
+    assert.ok(receiver.requests.filter((request) => request.at - receiver.requests[0]!.at < 8000).length >= HANGING + 1);
+  });
+});
