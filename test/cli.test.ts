@@ -50,6 +50,8 @@ describe('the platform CLI', function () {
       for (const id of failed) assert.match(human.stdout, new RegExp(`^${id} +failed +space_content_updated +\\d{4}-`, 'm'));
       const json = JSON.parse((await cli('deliveries', 'list', '--installation', hook.id, '--json')).stdout);
       assert.deepEqual(json.items.map((d: any) => d.id).sort(), [...failed].sort());
+      const before = JSON.parse((await cli('deliveries', 'list', '--installation', hook.id, '--until', new Date(Date.now() - 3_600_000).toISOString(), '--json')).stdout);
+      assert.deepEqual(before.items, []);
     });
 
     it('shows one delivery with its attempts', async function () {

@@ -14,7 +14,8 @@ Usage:
   platform install <name> --org <org> [--space <id> | --site <id>] [--install-link <token>]
   platform config set <installation> key=value [key=value …]
   platform deliveries list [--installation ID] [--status pending|delivered|failed|skipped]
-                           [--event-id ID] [--since ISO] [--org ID] [--limit N] [--page-token T]
+                           [--event-id ID] [--since ISO] [--until ISO] [--org ID] [--limit N]
+                           [--page-token T]
   platform deliveries show <delivery id>
   platform deliveries replay <delivery id>
   platform deliveries replay-failed --installation ID [--since ISO] [--until ISO]
@@ -71,7 +72,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
   if (group === 'deliveries') {
     switch (command) {
       case 'list':
-        return listDeliveries(api, output, { installation: values.installation, status: values.status, eventId: values['event-id'], since: values.since, org: values.org, limit: values.limit, pageToken: values['page-token'] });
+        return listDeliveries(api, output, { installation: values.installation, status: values.status, eventId: values['event-id'], since: values.since, until: values.until, org: values.org, limit: values.limit, pageToken: values['page-token'] });
       case 'show':
         return showDelivery(api, output, await needId());
       case 'replay':
