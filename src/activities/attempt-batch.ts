@@ -193,8 +193,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     const missing = input.entries.filter((entry) => !deliveries.has(entry.id)).map((entry) => entry.id);
     const absent = missing.length ? await deps.log.absent(missing) : [];
     if (absent.length === 0) return;
-    // Counted by the batch's first run only: a batch run again finds the same ones absent.
-    if (Context.current().info.attempt === 1) deliveriesAbsent.inc(absent.length);
+    deliveriesAbsent.inc(absent.length);
     deps.logger.warn({ workflowId: input.workflowId, runId: input.runId, absent: absent.length, ids: absent.slice(0, 10) }, 'deliveries handed over are not in the delivery log: nothing to attempt');
   }
 
