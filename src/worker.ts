@@ -75,8 +75,9 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
       ...shared,
       taskQueue: retryTaskQueue(options.taskQueue),
       activities: { attemptDeliveries: activities.attemptDeliveries },
-      // Retry batches wait for their time (up to 2 s, holding only ids until then), then on receivers.
-      maxConcurrentActivityTaskExecutions: 300,
+      // Retry batches wait for their time (up to 2 s, holding only ids until then), then on
+      // receivers: as many slots as for first attempts, for the same reason.
+      maxConcurrentActivityTaskExecutions: MAX_BATCHES_IN_FLIGHT,
     }),
   ];
   const [main] = workers as [Worker, Worker];
