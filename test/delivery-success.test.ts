@@ -58,6 +58,7 @@ describe('a delivery to a receiver that answers 200', function () {
 
   it('links to the shard run whose history holds the attempt batch, encrypted', async function () {
     assert.match(delivery.workflow.workflowId, /^delivery-shard\/\d+\/\d+$/, "its shard's workflow of the epoch it was handed over in");
+    assert.deepEqual(delivery.attempts[0].workflow, delivery.workflow, 'each attempt names the run that made it');
     const history = await platform.client.workflow.getHandle(delivery.workflow.workflowId, delivery.workflow.runId).fetchHistory();
     const payloads = history.events!.flatMap((event) => event.activityTaskCompletedEventAttributes?.result?.payloads ?? []);
     assert.ok(payloads.length >= 1);

@@ -60,6 +60,13 @@ export const userSchema: SchemaObject = {
   properties: { id: { type: 'string' }, orgs: { type: 'array', items: { type: 'string' } } },
 };
 
+const workflowLinkSchema: SchemaObject = {
+  type: 'object',
+  description: 'A delivery shard run that made attempts; url opens it in the Temporal UI (PLATFORM_TEMPORAL_UI_URL)',
+  required: ['workflowId', 'runId'],
+  properties: { workflowId: { type: 'string' }, runId: { type: 'string' }, url: { type: 'string' } },
+};
+
 export const attemptSchema: SchemaObject = {
   type: 'object',
   required: ['attempt', 'startedAt', 'durationMs'],
@@ -73,6 +80,7 @@ export const attemptSchema: SchemaObject = {
     errorMessage: { type: 'string' },
     responseBody: { type: 'string' },
     nextDelayMs: { type: 'number' },
+    workflow: workflowLinkSchema,
   },
 };
 
@@ -93,12 +101,7 @@ export const deliverySchema: SchemaObject = {
     failureReason: { type: 'string' },
     replayOf: { type: 'string' },
     attemptCount: { type: 'integer' },
-    workflow: {
-      type: 'object',
-      description: 'The delivery shard run that made its attempts; url opens it in the Temporal UI (PLATFORM_TEMPORAL_UI_URL)',
-      required: ['workflowId', 'runId'],
-      properties: { workflowId: { type: 'string' }, runId: { type: 'string' }, url: { type: 'string' } },
-    },
+    workflow: { ...workflowLinkSchema, description: 'The delivery shard run that made its last attempt; url opens it in the Temporal UI (PLATFORM_TEMPORAL_UI_URL)' },
     attempts: { type: 'array', items: attemptSchema },
   },
 };

@@ -267,10 +267,14 @@ export class DeliveryLog {
     const row = await this.db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) return undefined;
     const attempts = await this.db.selectFrom('attempts').selectAll().where('delivery_id', '=', id).orderBy('attempt').execute();
-    return { ...this.summaryOf(row), attempts: attempts.map(attemptOf) };
+    return { ...this.summaryOf(row), attempts: attempts.map((attempt) => ({ ...attemptOf(attempt), ...this.linkOf(attempt.workflow_id, attempt.run_id) })) };
   }
 
-  /** Newest first, by (created_at, id), each filter served by an index. */
+  /** The shard run that made an attempt (or a delivery's last), with its page in the Temporal UI; nothing if none did. */
+  private linkOf(workflowId: string | null, runId: string | null): { workflow?: WorkflowLink } {
+    return workflowId && runId ? { workflow: { workflowId, runId, url: this.workflowUrl(workflowId, runId) } } : {};
+  }
+
   /**
    * A page of deliveries, newest first by (created_at, id). Each range reads one index in
    * order: an installation's (with its status), an organization's (with its status); a
@@ -328,7 +332,6 @@ export class DeliveryLog {
 
   private summaryOf(row: Summary): DeliverySummary {
     const status = row.status as DeliveryStatus;
-    const workflow: WorkflowLink | undefined = row.workflow_id && row.run_id ? { workflowId: row.workflow_id, runId: row.run_id, url: this.workflowUrl(row.workflow_id, row.run_id) } : undefined;
     return {
       id: row.id,
       eventId: row.event_id,
@@ -343,7 +346,7 @@ export class DeliveryLog {
       ...(status === 'failed' && row.reason !== null && { failureReason: row.reason }),
       ...(row.replay_of !== null && { replayOf: row.replay_of }),
       attemptCount: row.attempts,
-      ...(workflow && { workflow }),
+      ...this.linkOf(row.workflow_id, row.run_id),
     };
   }
 

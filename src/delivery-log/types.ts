@@ -37,7 +37,8 @@ export interface DeliverySummary {
 }
 
 export interface Delivery extends DeliverySummary {
-  attempts: AttemptRecord[];
+  /** Each with the shard run that made it (a delivery's attempts may span runs). */
+  attempts: (AttemptRecord & { workflow?: WorkflowLink })[];
 }
 
 /** A delivery as fan-out plans it, before any attempt. */
