@@ -16,6 +16,7 @@ import { serveMetrics } from './metrics/server';
 import { startTracing, type Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
 import { MAX_BATCHES_IN_FLIGHT, retryTaskQueue } from './workflows/delivery-shard';
+import { settleAll } from './settle-all';
 
 export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'ingest'> {
   address: string;
@@ -88,9 +89,7 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     async run() {
       // One failing stops the other (a process serves both queues or neither), and both
       // drain before this ends, so that nothing they hold is closed under them.
-      const ends = await Promise.allSettled(workers.map((worker) => worker.run().catch((err: unknown) => (shutdown(), Promise.reject(err)))));
-      const failed = ends.find((end): end is PromiseRejectedResult => end.status === 'rejected');
-      if (failed) throw failed.reason;
+      await settleAll(workers.map((worker) => worker.run().catch((err: unknown) => (shutdown(), Promise.reject(err)))));
     },
     shutdown,
     getState: () => main.getState(),

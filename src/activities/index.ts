@@ -45,20 +45,14 @@ export function createActivities(deps: ActivityDependencies) {
      * ids are the installation's and its revision's, so a retried activity records nothing twice.
      */
     async dispatchInstallationEvents(installation: { id: string; org: string }, events: PlatformEvent[]): Promise<void> {
-      const byShard = new Map<number, NewEvent[]>();
-      for (const event of events) {
-        const shard = deps.ingest.shardOf(event.eventId);
-        const planned: NewEvent = {
+      await deps.ingest.commit(
+        events.map((event): NewEvent => ({
           eventId: event.eventId,
           organizationId: installation.org,
           eventType: event.type,
           deliveries: [{ id: deliveryId(event.eventId, installation.id), eventId: event.eventId, installationId: installation.id, organizationId: installation.org, eventType: event.type, body: JSON.stringify(event) }],
-        };
-        const group = byShard.get(shard);
-        if (group) group.push(planned);
-        else byShard.set(shard, [planned]);
-      }
-      for (const [shard, planned] of byShard) await deps.ingest.commit(shard, planned);
+        })),
+      );
     },
 
     /**

@@ -1,7 +1,7 @@
-import type { DeliveryLog, PendingDelivery } from '../delivery-log/delivery-log';
+import type { DeliveryLog } from '../delivery-log/delivery-log';
 import type { Delivery, DeliveryFilter, DeliverySummary, PageCursor } from '../delivery-log/types';
 import { deliveryId } from '../ids';
-import type { IngestService } from '../ingest/ingest-service';
+import type { HandOver, IngestService } from '../ingest/ingest-service';
 import type { PageTokens } from './page-tokens';
 import { activeTraceparent } from '../tracing';
 import type { Logger } from '../logger';
@@ -63,19 +63,20 @@ export class DeliveryService {
    * not told to try again (a retry would record, and deliver, a second replay).
    */
   private async replayAll(originals: DeliverySummary[], handOver: boolean): Promise<{ ids: string[]; handedOver: boolean }> {
-    const replays: PendingDelivery[] = [];
+    const replays: HandOver[] = [];
+    const trace = activeTraceparent();
     for (const original of originals) {
       for (let n = 1; ; n++) {
         const id = deliveryId(original.eventId, original.installationId, n);
         const now = Date.now();
         if (!(await this.log.recordReplay({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url }, original.id, now))) continue;
-        replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now });
+        replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now, ...(trace && { trace }) });
         break;
       }
     }
     const handedOver =
       handOver &&
-      (await this.ingest.handOverRecorded(replays, undefined, activeTraceparent()).then(
+      (await this.ingest.handOverRecorded(replays).then(
         () => true,
         (err: Error) => (this.logger.warn({ err: err.message, replays: replays.length }, 'replays recorded but not handed over yet; the stranded sweep hands them over'), false),
       ));

@@ -9,6 +9,7 @@ import { GroupCommit } from './group-commit';
 import { deliveriesFinished, eventsIngested } from '../metrics';
 import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
 import { inSpan, linksTo, traceparentOf, tracer } from '../tracing';
+import { settleAll } from '../settle-all';
 
 /**
  * An event on its way to the log (its id settled), with its request's deadline and its
@@ -32,6 +33,9 @@ export interface IngestAnswer {
  * answered with another event's deliveries, and possibly another tenant's.
  */
 export class EventIdTakenError extends Error {}
+
+/** A recorded pending delivery on its way to its shard, with the span its attempts continue. */
+export type HandOver = PendingDelivery & { trace?: string };
 
 /** What a flush answers for one event: its answer, or why it was refused. */
 type Recorded = IngestAnswer | EventIdTakenError;
@@ -83,10 +87,10 @@ export class IngestService {
   /** One flush carries many events: its span starts a trace of its own, linked to each event's. */
   private flush(shard: number, submitted: Submitted[]): Promise<Recorded[]> {
     const span = tracer.startSpan('ingest flush', { root: true, links: linksTo(submitted.map(({ trace }) => trace)), attributes: { 'delivery.shard': shard, 'ingest.events': submitted.length } });
-    return inSpan(span, () => this.record(shard, submitted));
+    return inSpan(span, () => this.record(submitted));
   }
 
-  private async record(shard: number, submitted: Submitted[]): Promise<Recorded[]> {
+  private async record(submitted: Submitted[]): Promise<Recorded[]> {
     const events = submitted.map(({ event }) => event);
     const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
     const planned = new Map<string, NewEvent>();
@@ -96,7 +100,7 @@ export class IngestService {
     }
     // The hand-over may take as long as the latest of its requests may wait, no longer: a hung one frees the shard's flush for those behind it.
     const deadline = Math.max(...submitted.map((item) => item.deadline));
-    const records = await this.commit(shard, [...planned.values()], new Map(submitted.map(({ event, trace }) => [event.eventId, trace])), deadline);
+    const records = await this.commit([...planned.values()], new Map(submitted.map(({ event, trace }) => [event.eventId, trace])), deadline);
     return events.map((event) => {
       const record = records.get(event.eventId)!;
       if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} is taken by an earlier event that is not this one; give this event an id of its own`);
@@ -106,16 +110,16 @@ export class IngestService {
 
   /**
    * Records events with their planned deliveries and hands what they have to deliver to
-   * the shard: the one path from "planned" to "the engine's", for ingest and for the
+   * their shards: the one path from "planned" to "the engine's", for ingest and for the
    * platform's own events. An event recorded earlier has what is still pending handed over
    * again (the engine may never have had it, if that ingest answered 503); a shard skips
    * ids it holds, a batch skips finished ones.
    */
-  async commit(shard: number, events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number): Promise<Map<string, EventRecord>> {
+  async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
     const now = Date.now();
     const records = await this.log.recordEvents(events, now);
-    const handOver: ShardItem[] = [];
+    const handOver: HandOver[] = [];
     const earlier: string[] = [];
     for (const record of records.values()) {
       if (!record.fresh) {
@@ -127,33 +131,30 @@ export class IngestService {
       const trace = traces.get(record.eventId);
       for (const delivery of planned.get(record.eventId)!.deliveries) {
         if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType });
-        else handOver.push({ id: delivery.id, installationId: delivery.installationId, ...(trace && { trace }) });
+        else handOver.push({ id: delivery.id, eventId: record.eventId, installationId: delivery.installationId, createdAt: now, ...(trace && { trace }) });
       }
     }
     // All under one deadline, so that the caller answers within 2 s whatever it carries.
     const pending = earlier.length ? await this.log.pendingOf(earlier) : [];
-    const deadline = handOverBy ?? Date.now() + ENGINE_DEADLINE_MS;
-    await Promise.all([this.shards.enqueue(shard, handOver, this.shards.epochOf(now), deadline), this.handOverRecorded(pending, deadline)]);
+    await this.handOverRecorded([...handOver, ...pending], handOverBy);
     return records;
   }
 
   /**
-   * Hands recorded pending deliveries (replays among them) to their shards, each to the
-   * epoch it was recorded in, whose workflow holds it if it got there before (and skips it
-   * then); `trace`: the span their attempts continue. Every shard and epoch gets its
-   * hand-over; the first that failed is thrown once all are done.
+   * Hands recorded pending deliveries (new ones, repeats', replays, stranded ones) to their
+   * shards, one hand-over per shard and epoch: each to the epoch it was recorded in, whose
+   * workflow holds it if it got there before (and skips it then). Every shard and epoch gets
+   * its hand-over; the first that failed is thrown once all are done.
    */
-  async handOverRecorded(deliveries: PendingDelivery[], deadline = Date.now() + ENGINE_DEADLINE_MS, trace?: string): Promise<void> {
+  async handOverRecorded(deliveries: HandOver[], deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<void> {
     const groups = new Map<string, { shard: number; epoch: number; items: ShardItem[] }>();
-    for (const { id, eventId, installationId, createdAt } of deliveries) {
+    for (const { id, eventId, installationId, createdAt, trace } of deliveries) {
       const [shard, epoch] = [this.shardOf(eventId), this.shards.epochOf(createdAt)];
       const item = { id, installationId, ...(trace && { trace }) };
       const group = groups.get(`${shard}/${epoch}`);
       if (group) group.items.push(item);
       else groups.set(`${shard}/${epoch}`, { shard, epoch, items: [item] });
     }
-    const ends = await Promise.allSettled([...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)));
-    const failed = ends.find((end): end is PromiseRejectedResult => end.status === 'rejected');
-    if (failed) throw failed.reason;
+    await settleAll([...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)));
   }
 }
