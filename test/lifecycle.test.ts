@@ -38,8 +38,13 @@ async function embedded(dataDir: string, ports: { api: number; temporal: number;
   };
   const base = `http://127.0.0.1:${ports.api}`;
   if (!options.parent) {
-    const main = spawn(process.execPath, [path.join(DIST, 'src', 'main.js')], { env, stdio: 'ignore', detached: options.detached });
-    await healthy(base);
+    const main = spawn(process.execPath, [path.join(DIST, 'src', 'main.js')], { env, stdio: ['ignore', 'ignore', 'pipe'], detached: options.detached });
+    // What it said last, for a start that fails: it exiting ends the wait at once.
+    let said = '';
+    main.stderr!.on('data', (chunk: Buffer) => (said = (said + chunk.toString()).slice(-2000)));
+    const exited = new Promise<never>((_, reject) => main.once('exit', (code, signal) => reject(new Error(`main.js exited (${code ?? signal}) before it was healthy`))));
+    exited.catch(() => undefined); // its later kill by the test is no failure
+    await Promise.race([healthy(base), exited]).catch((err: Error) => Promise.reject(new Error(`${err.message}; its stderr ended with: ${said || '(nothing)'}`)));
     return { main, base };
   }
   // A parent in the place of `npm start`: it runs main.js as its child and does nothing else.
