@@ -51,6 +51,25 @@ describe('tenancy and bad input', function () {
       assert.deepEqual((await as('GET', `/v1/installations?org=${a.org}`)).body.items, []);
     });
 
+    it("never receives its events, also when both organizations' events share one ingest flush", async function () {
+      // Organization-wide and on a space of the same id: everything of b's own, nothing of a's.
+      const receiverB = await new ScriptedReceiver().start();
+      try {
+        const wide = await platform.webhook(b.token, { org: b.org }, receiverB.url, { space_content_updated: true });
+        const onSpace = await platform.webhook(b.token, { org: b.org, space: 'sp-a' }, receiverB.url, { space_content_updated: true });
+        // One batch: its events are recorded and fanned out together.
+        const batch = await platform.admin('POST', '/v1/events/batch', { events: [spaceEvent(a.org, 'sp-a'), spaceEvent(b.org, 'sp-a')] });
+        assert.equal(batch.status, 202, JSON.stringify(batch.body));
+        const [ofA, ofB] = batch.body.results as { eventId: string; deliveries: string[] }[];
+        assert.deepEqual(ofA!.deliveries, [`${ofA!.eventId}:${hookA.id}`], "a's event goes to a's installation alone");
+        assert.deepEqual(new Set(ofB!.deliveries), new Set([wide.id, onSpace.id].map((id) => `${ofB!.eventId}:${id}`)));
+        await Promise.all([...ofA!.deliveries.map((id) => platform.finalDelivery(id, a.token)), ...ofB!.deliveries.map((id) => platform.finalDelivery(id, b.token))]);
+        assert.deepEqual(receiverB.requests.map((request) => JSON.parse(request.body).eventId), [ofB!.eventId, ofB!.eventId]);
+      } finally {
+        await receiverB.stop();
+      }
+    });
+
     it('cannot install into it', async function () {
       const answer = await as('POST', '/v1/integrations/webhook/installations', { target: { org: a.org } });
       assert.equal(answer.status, 404);

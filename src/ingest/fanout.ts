@@ -12,14 +12,17 @@ function reaches(installation: InstallationSummary, event: IngestedEvent): boole
 }
 
 /**
- * One delivery per installation the event reaches and that takes its type: a webhook that
- * selected it, or an integration whose code handles it and whose scopes allow it. Active
- * ones get attempts, paused ones a `skipped` record.
+ * One delivery per installation of the event's organization that it reaches and that takes
+ * its type: a webhook that selected it, or an integration whose code handles it and whose
+ * scopes allow it. Active ones get attempts, paused ones a `skipped` record. A flush reads
+ * the installations of all its events' organizations at once: the organization is checked
+ * here, per event, so that no event reaches another tenant's installation.
  */
 export function planDeliveries(event: IngestedEvent, eventId: string, installations: InstallationSummary[]): NewDelivery[] {
   return installations
     .filter(
       (installation) =>
+        installation.target.org === event.organizationId &&
         (installation.status === 'active' || installation.status === 'paused') &&
         installation.events.includes(event.type) &&
         (!event.installationId || event.installationId === installation.id) &&
