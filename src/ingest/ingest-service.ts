@@ -93,14 +93,17 @@ export class IngestService {
   private async record(submitted: Submitted[]): Promise<Recorded[]> {
     const events = submitted.map(({ event }) => event);
     const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
+    // An eventId submitted twice in one flush is planned, and traced, from its first submission: the one recorded if it is new.
     const planned = new Map<string, NewEvent>();
-    for (const event of events) {
+    const traces = new Map<string, string | undefined>();
+    for (const { event, trace } of submitted) {
       if (planned.has(event.eventId)) continue;
       planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
+      traces.set(event.eventId, trace);
     }
     // The hand-over may take as long as the latest of its requests may wait, no longer: a hung one frees the shard's flush for those behind it.
     const deadline = Math.max(...submitted.map((item) => item.deadline));
-    const records = await this.commit([...planned.values()], new Map(submitted.map(({ event, trace }) => [event.eventId, trace])), deadline);
+    const records = await this.commit([...planned.values()], traces, deadline);
     return events.map((event) => {
       const record = records.get(event.eventId)!;
       if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} is taken by an earlier event that is not this one; give this event an id of its own`);
@@ -113,7 +116,9 @@ export class IngestService {
    * their shards: the one path from "planned" to "the engine's", for ingest and for the
    * platform's own events. An event recorded earlier has what is still pending handed over
    * again (the engine may never have had it, if that ingest answered 503); a shard skips
-   * ids it holds, a batch skips finished ones.
+   * ids it holds, a batch skips finished ones. That is done whoever repeats the eventId
+   * (idempotent, and it touches only the recorded event's own deliveries): its true repeat
+   * may share the flush with another organization's reuse of it, which is refused.
    */
   async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
@@ -123,9 +128,7 @@ export class IngestService {
     const earlier: string[] = [];
     for (const record of records.values()) {
       if (!record.fresh) {
-        // A repeat has what is still pending handed over again; an eventId taken by another event (refused) has not.
-        const mine = planned.get(record.eventId)!;
-        if (record.organizationId === mine.organizationId && record.eventType === mine.eventType) earlier.push(record.eventId);
+        earlier.push(record.eventId);
         continue;
       }
       const trace = traces.get(record.eventId);
