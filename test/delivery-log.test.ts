@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
+import { quarantineCrossTenantDeliveries } from '../src/delivery-log/migrations';
 import type { NewDelivery, NewEvent, PageCursor } from '../src/delivery-log/types';
 import { testDatabaseUrl } from './support/settings';
 
@@ -195,6 +196,35 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal((await stores.log.db.selectFrom('attempts').select('delivery_id').where('delivery_id', '=', 'evt_old_1:ins_p').execute()).length, 0);
       assert.ok(await stores.log.get('evt_recent:ins_p'));
       assert.equal((await stores.log.recordEvents([event('evt_old_2', [])])).get('evt_old_2')!.fresh, true, 'the dedupe record went with it');
+    });
+
+    it('quarantines deliveries recorded for another organization than their event’s (before the fan-out fix), with their replays and attempts', async function () {
+      // As the faulty fan-out recorded them: org-a's event, delivered to org-b's installation under org-b.
+      const leaked = event('evt_leaked', ['ins_a1']);
+      leaked.deliveries.push({ ...event('evt_leaked', ['ins_b1'], 'org-b').deliveries[0]! });
+      await stores.log.recordEvents([leaked, event('evt_own_b', ['ins_b1'], 'org-b')]);
+      await stores.log.recordOutcomes([{ id: 'evt_leaked:ins_b1', status: 'delivered', attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook', statusCode: 200 } }], run);
+      assert.ok(await stores.log.recordReplay({ id: 'evt_leaked:ins_b1:replay-1', eventId: 'evt_leaked', installationId: 'ins_b1', organizationId: 'org-b', eventType: 'space_content_updated' }, 'evt_leaked:ins_b1'));
+
+      await quarantineCrossTenantDeliveries(stores.log.db);
+      await quarantineCrossTenantDeliveries(stores.log.db); // as a migration run again after a crash
+
+      for (const id of ['evt_leaked:ins_b1', 'evt_leaked:ins_b1:replay-1']) assert.equal(await stores.log.get(id), undefined, `${id} is out of the log`);
+      assert.deepEqual((await stores.log.list({ orgs: ['org-b'] }, 50)).items.filter((item) => item.eventId === 'evt_leaked'), [], 'org-b lists none of it');
+      assert.deepEqual(await stores.log.db.selectFrom('attempts').select('delivery_id').where('delivery_id', 'like', 'evt_leaked:ins_b1%').execute(), []);
+      assert.deepEqual((await stores.log.recordEvents([event('evt_leaked', ['ins_a1'])])).get('evt_leaked')!.deliveryIds, ['evt_leaked:ins_a1'], 'a repeat answers org-a’s delivery alone');
+      assert.ok(await stores.log.get('evt_leaked:ins_a1'), 'org-a keeps its own');
+      assert.ok(await stores.log.get('evt_own_b:ins_b1'), 'org-b keeps its own');
+      const kept = await stores.log.db.selectFrom('quarantined_deliveries').selectAll().where('event_id', '=', 'evt_leaked').orderBy('id').execute();
+      assert.deepEqual(
+        kept.map(({ id, organization_id, event_organization_id, status, attempts }) => ({ id, organization_id, event_organization_id, status, attempts: Number(attempts) })),
+        [
+          { id: 'evt_leaked:ins_b1', organization_id: 'org-b', event_organization_id: 'org-a', status: 'delivered', attempts: 1 },
+          { id: 'evt_leaked:ins_b1:replay-1', organization_id: 'org-b', event_organization_id: 'org-a', status: 'pending', attempts: 0 },
+        ],
+      );
+      assert.equal(await stores.log.quarantined(), 2);
+      assert.deepEqual(await stores.log.absent(['evt_leaked:ins_b1:replay-1', 'evt_never']), ['evt_never'], 'a shard holding a quarantined one is not told it was lost');
     });
 
     it('migrates at every start without harm, from several processes at once', async function () {

@@ -183,11 +183,22 @@ export class DeliveryLog {
     return found;
   }
 
-  /** Which of these delivery ids are not in the log at all. */
+  /**
+   * Which of these delivery ids are not in the log at all. A quarantined one (recorded for
+   * the wrong organization, see migration 0004) is known, not lost: never attempted, not absent.
+   */
   async absent(ids: string[]): Promise<string[]> {
     const present = new Set<string>();
-    for (const part of chunks(ids)) for (const row of await this.db.selectFrom('deliveries').select('id').where('id', 'in', part).execute()) present.add(row.id);
+    for (const table of ['deliveries', 'quarantined_deliveries'] as const) {
+      for (const part of chunks(ids)) for (const row of await this.db.selectFrom(table).select('id').where('id', 'in', part).execute()) present.add(row.id);
+    }
     return ids.filter((id) => !present.has(id));
+  }
+
+  /** How many deliveries migration 0004 took out of the log, for the operator to review. */
+  async quarantined(): Promise<number> {
+    const { count } = await this.db.selectFrom('quarantined_deliveries').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
+    return Number(count);
   }
 
   /** Writes an attempt batch's outcomes, attempts and states together. */

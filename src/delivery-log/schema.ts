@@ -78,9 +78,23 @@ export interface OAuthStatesTable {
   used_at: number;
 }
 
+/** Deliveries recorded for the wrong organization before the fan-out fix (migration 0004): no body. */
+export interface QuarantinedDeliveriesTable {
+  id: string;
+  event_id: string;
+  installation_id: string;
+  organization_id: string;
+  event_organization_id: string;
+  status: string;
+  attempts: number;
+  created_at: number;
+  quarantined_at: number;
+}
+
 export interface Schema {
   events: EventsTable;
   deliveries: DeliveriesTable;
+  quarantined_deliveries: QuarantinedDeliveriesTable;
   attempts: AttemptsTable;
   installations: InstallationsTable;
   oauth_states: OAuthStatesTable;
