@@ -117,4 +117,24 @@ describe('the isolate pool (real workerd)', function () {
       await isolates.close();
     }
   });
+
+  it("never stops an isolate a call is in to make room for another organization's, over the cap or the budget", async function () {
+    // Answers after as many ms as its body says.
+    const slow = 'export default { async fetch(request) { const ms = Number(await request.text()); await new Promise((resolve) => setTimeout(resolve, ms)); return new Response("ok"); } };';
+    const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, memoryBudgetBytes: 1 });
+    const slowCall = (org: string, ms: number) => isolates.call({ integration: 'x', version: 1, org }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(String(ms)) }, 5000);
+    try {
+      const inFlight = slowCall('a', 1500);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const other = slowCall('b', 0);
+      await isolates.evict();
+      assert.equal((await other).status, 200);
+      assert.equal((await inFlight).status, 200, "org a's call ends as it would have alone");
+      assert.equal(isolates.warm().length, 2, 'over the cap while both were busy');
+      assert.equal((await slowCall('c', 0)).status, 200);
+      assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/c'], 'the next call past the cap trims the idle ones');
+    } finally {
+      await isolates.close();
+    }
+  });
 });

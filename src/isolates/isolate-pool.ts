@@ -41,6 +41,8 @@ interface Entry {
   process?: WorkerdProcess;
   lastUsed: number;
   coldStartMs?: number;
+  /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
+  calls: number;
 }
 
 const MiB = 1024 * 1024;
@@ -60,14 +62,25 @@ export class IsolatePool {
 
   /** A call into the key's isolate, bounded by `deadlineMs`. */
   async call(key: IsolateKey, path: string, request: { method: string; headers: Record<string, string>; body: Buffer }, deadlineMs: number): Promise<IsolateAnswer> {
-    const process = await this.process(key);
+    const entry = this.entryOf(key);
+    entry.calls += 1;
     try {
-      return await process.call(path, request, deadlineMs);
-    } catch {
-      const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.options.memoryLimitBytes ?? 128 * MiB) / MiB} MiB` : 'its isolate stopped';
-      this.forget(key, process);
-      throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
+      if (this.entries.size > this.maxProcesses) void this.evictOverflow();
+      const process = await entry.starting;
+      try {
+        return await process.call(path, request, deadlineMs);
+      } catch {
+        const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.options.memoryLimitBytes ?? 128 * MiB) / MiB} MiB` : 'its isolate stopped';
+        this.forget(key, process);
+        throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
+      }
+    } finally {
+      entry.calls -= 1;
     }
+  }
+
+  private get maxProcesses(): number {
+    return this.options.maxProcesses ?? 64;
   }
 
   /** Warm processes, with their cold start and resident memory, for the bench and operators. */
@@ -82,7 +95,7 @@ export class IsolatePool {
     await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
   }
 
-  private async process(key: IsolateKey): Promise<WorkerdProcess> {
+  private entryOf(key: IsolateKey): Entry {
     const id = `${key.integration}@${key.version}/${key.org}`;
     let entry = this.entries.get(id);
     if (entry?.process && !entry.process.alive) {
@@ -91,7 +104,7 @@ export class IsolatePool {
     }
     if (!entry) {
       const started = Date.now();
-      const created: Entry = { lastUsed: started, starting: this.start(key) };
+      const created: Entry = { lastUsed: started, starting: this.start(key), calls: 0 };
       entry = created;
       this.entries.set(id, created);
       created.starting.then(
@@ -101,10 +114,9 @@ export class IsolatePool {
         },
         () => this.entries.delete(id),
       );
-      void this.evictOverflow();
     }
     entry.lastUsed = Date.now();
-    return entry.starting;
+    return entry;
   }
 
   private async start(key: IsolateKey): Promise<WorkerdProcess> {
@@ -133,23 +145,27 @@ export class IsolatePool {
     void process.dispose();
   }
 
+  /**
+   * Stops the least recently used past the cap, among those no call is waiting for or in:
+   * one organization's many versions must not stop another's call halfway (a 502 to it).
+   * While all are busy the cap is exceeded; the next call past it trims.
+   */
   private async evictOverflow(): Promise<void> {
-    const max = this.options.maxProcesses ?? 64;
-    const byAge = [...this.entries].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
-    for (const [id, entry] of byAge.slice(0, Math.max(0, byAge.length - max))) {
+    const idle = [...this.entries].filter(([, entry]) => entry.calls === 0).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    for (const [id, entry] of idle.slice(0, Math.max(0, this.entries.size - this.maxProcesses))) {
       this.entries.delete(id);
       await entry.starting.then((process) => process.dispose(), () => undefined);
     }
   }
 
-  /** Stops the idle, then the least recently used while the warm ones hold more than the budget (every 10 s). */
+  /** Stops the idle, then the least recently used while the warm ones hold more than the budget (every 10 s); never one a call is in. */
   async evict(): Promise<void> {
     const idleSince = Date.now() - (this.options.idleMs ?? 5 * 60_000);
     let resident = 0;
     const warm = [...this.entries].filter(([, entry]) => entry.process).sort(([, a], [, b]) => b.lastUsed - a.lastUsed);
     for (const [id, entry] of warm) {
       resident += residentBytes(entry.process!.pid) ?? 0;
-      if (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)) continue;
+      if (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB))) continue;
       this.entries.delete(id);
       await entry.process!.dispose();
     }
