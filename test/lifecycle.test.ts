@@ -22,8 +22,13 @@ async function answer(base: string, method: string, route: string, token?: strin
 
 const healthy = (base: string, timeoutMs = 60_000) => waitFor(async () => ((await fetch(`${base}/healthz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), timeoutMs, `${base} to be healthy`, 200);
 
-/** The embedded default (`node dist/src/main.js`) on a data directory and ports of its own. */
-async function embedded(dataDir: string, ports: { api: number; temporal: number; ui: number }, adminToken: string, options: { parent?: boolean; detached?: boolean } = {}): Promise<{ main: ChildProcess; wrapper?: ChildProcess; base: string }> {
+/**
+ * The embedded default (`node dist/src/main.js`) on a data directory of its own, and ports
+ * chosen as it starts: ports kept from an earlier start are free between the two, for any
+ * other test process's server to take.
+ */
+async function embedded(dataDir: string, adminToken: string, options: { parent?: boolean; detached?: boolean } = {}): Promise<{ main: ChildProcess; wrapper?: ChildProcess; base: string }> {
+  const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort() };
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -142,6 +147,13 @@ describe('failing fast and honestly when Temporal is away', function () {
     assert.deepEqual(ids.map(postsOf), [1, 1, 1, 1]);
   });
 
+  it('a dev server whose port another Temporal server has is refused, not taken for that one; one that stops says why', async function () {
+    // The readiness check alone would have found the server already there, answering.
+    await assert.rejects(startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', port }), new RegExp(`port ${port} on 127.0.0.1 is taken by another process`));
+    await assert.rejects(startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', ui: { port } }), /exited with code 1 before serving: .*can't set UI port \d+: .*address already in use/);
+    await healthy(base);
+  });
+
   it('a stopped server: 503 within 2 s, and the API recovers when a server returns on the same address', async function () {
     process.kill(server.pid!, 'SIGKILL');
     await waitFor(async () => (isAlive(server.pid!) ? undefined : true), 10_000, 'the server to die');
@@ -155,12 +167,6 @@ describe('the embedded default leaves no orphan, however it dies', function () {
   this.timeout(240_000);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-embedded-'));
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
-  let ports: { api: number; temporal: number; ui: number };
-
-  before(async function () {
-    ports = { api: await freePort(), temporal: await freePort(), ui: await freePort() };
-  });
-
   /** The dev server and a warm isolate under main.js: the processes that must die with it; and its organization's member. */
   async function ownedProcesses(base: string, mainPid: number): Promise<number[] & { org?: string; token?: string }> {
     const org = `org-${randomBytes(3).toString('hex')}`;
@@ -177,11 +183,11 @@ describe('the embedded default leaves no orphan, however it dies', function () {
   }
 
   it('SIGKILL of node dist/src/main.js takes the dev server and every workerd with it; a restart comes up on the same data', async function () {
-    const { main, base } = await embedded(dataDir, ports, adminToken);
+    const { main, base } = await embedded(dataDir, adminToken);
     const owned = await ownedProcesses(base, main.pid!);
     main.kill('SIGKILL');
     await waitFor(async () => (owned.every((pid) => !isAlive(pid)) ? true : undefined), 10_000, 'the owned processes to die');
-    const again = await embedded(dataDir, ports, adminToken);
+    const again = await embedded(dataDir, adminToken);
     try {
       // The organization made before the kill is there: a user can join it.
       const joined = await answer(again.base, 'POST', '/v1/users', adminToken, { id: `${owned.org}-late`, orgs: [owned.org] });
@@ -192,7 +198,7 @@ describe('the embedded default leaves no orphan, however it dies', function () {
   });
 
   it('the death of its parent (as when `npm start` is SIGKILLed) stops main.js and everything it owns', async function () {
-    const { main, wrapper, base } = await embedded(dataDir, ports, adminToken, { parent: true });
+    const { main, wrapper, base } = await embedded(dataDir, adminToken, { parent: true });
     const owned = await ownedProcesses(base, main.pid!);
     wrapper!.kill('SIGKILL');
     await waitFor(async () => ([main.pid!, ...owned].every((pid) => !isAlive(pid)) ? true : undefined), 15_000, 'main.js and what it owns to stop');
@@ -203,7 +209,7 @@ describe('the embedded default leaves no orphan, however it dies', function () {
       // Each answer takes 3 s: attempts are in flight when the signal comes, more are queued.
       const receiver = await new ScriptedReceiver(() => ({ status: 200, delayMs: 3000 })).start();
       try {
-        const { main, base } = await embedded(dataDir, ports, adminToken, { detached: true });
+        const { main, base } = await embedded(dataDir, adminToken, { detached: true });
         const owned = await ownedProcesses(base, main.pid!);
         const hook = await answer(base, 'POST', '/v1/integrations/webhook/installations', owned.token, { target: { org: owned.org, space: 's' }, configuration: { webhook_url: receiver.url, space_content_updated: true } });
         assert.equal(hook.status, 201, JSON.stringify(hook.body));

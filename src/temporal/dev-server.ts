@@ -55,6 +55,7 @@ function dynamicConfigArgs(): string[] {
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const ip = options.ip ?? '127.0.0.1';
   const port = options.port ?? (await freePort());
+  await assertPortFree(ip, port);
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', options.namespace, '--log-level', 'warn'];
   for (const namespace of options.extraNamespaces ?? []) args.push('--namespace', namespace);
   args.push(...dynamicConfigArgs());
@@ -69,11 +70,18 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   }
   // Tied to this process: a crash of the platform leaves no dev server holding its ports.
   const child = spawn(...tiedToParent(options.cliPath, args), { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines = (chunk: Buffer) => chunk.toString().split('\n').filter(Boolean).forEach((line) => options.onLog?.(line));
+  // The last lines it wrote: why it stopped, if it stops before serving (a port taken, say).
+  const said: string[] = [];
+  const lines = (chunk: Buffer) =>
+    chunk.toString().split('\n').filter(Boolean).forEach((line) => {
+      said.push(line);
+      if (said.length > 5) said.shift();
+      options.onLog?.(line);
+    });
   child.stdout!.on('data', lines);
   child.stderr!.on('data', lines);
   const address = `${ip}:${port}`;
-  await waitUntilServing(address, child);
+  await waitUntilServing(address, child, () => said.join(' | '));
   return {
     address,
     pid: child.pid,
@@ -82,16 +90,34 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   };
 }
 
-async function waitUntilServing(address: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+/**
+ * Refuses a port another process listens on (a Temporal server of its own on 7233, say):
+ * the readiness check would take that server for this one, and the platform would run on
+ * it while its own exits. The CLI checks too, but only after it has been started.
+ */
+async function assertPortFree(ip: string, port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${ip} is taken by another process (another Temporal server?); give the dev server a free one (PLATFORM_TEMPORAL_PORT)`) : err),
+    );
+    probe.listen(port, ip, () => probe.close(() => resolve()));
+  });
+}
+
+async function waitUntilServing(address: string, child: ChildProcess, said: () => string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
+  const stopped = () => new Error(`temporal server start-dev exited with code ${exited} before serving${said() ? `: ${said()}` : ''}`);
   for (;;) {
-    if (exited !== undefined) throw new Error(`temporal server start-dev exited with code ${exited} before serving`);
+    if (exited !== undefined) throw stopped();
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       try {
         await connection.workflowService.getSystemInfo({});
+        // Whoever answered, it is not this server if this one has stopped meanwhile.
+        if (exited !== undefined) throw stopped();
         return;
       } finally {
         await connection.close();
