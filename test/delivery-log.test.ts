@@ -62,6 +62,20 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(delivery.attemptCount, 2);
     });
 
+    it('stores an answer with NUL bytes (a binary body), which PostgreSQL refuses in text, with the rest of its write', async function () {
+      await stores.log.recordEvents([event('evt_nul', ['ins_1', 'ins_2'])]);
+      const attempt = { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook' };
+      await stores.log.recordOutcomes(
+        [
+          { id: 'evt_nul:ins_1', status: 'delivered', attempt: { ...attempt, statusCode: 200, responseBody: 'ok\u0000\u0001' } },
+          { id: 'evt_nul:ins_2', status: 'pending', attempt: { ...attempt, error: 'network_error', errorMessage: 'reset\u0000', nextDelayMs: 1000 } },
+        ],
+        run,
+      );
+      assert.equal((await stores.log.get('evt_nul:ins_1'))!.attempts[0]!.responseBody, 'ok\uFFFD\u0001');
+      assert.equal((await stores.log.get('evt_nul:ins_2'))!.attempts[0]!.errorMessage, 'reset\uFFFD');
+    });
+
     it('never counts attempts back: a batch run again writes what it had recorded, and changes nothing; a final outcome of the last attempt still ends it', async function () {
       await stores.log.recordEvents([event('evt_count', ['ins_1'])]);
       const attempt = (n: number) => ({ attempt: n, startedAt: new Date().toISOString(), durationMs: 5, url: 'https://example.com/hook', statusCode: 503, nextDelayMs: 2000 });

@@ -32,6 +32,13 @@ function chunks<T>(items: T[], size = CHUNK): T[][] {
   return out;
 }
 
+/**
+ * What a receiver answered, as text either database stores: PostgreSQL refuses NUL in text,
+ * and one receiver's binary answer must not fail its whole batch's write (run again, its
+ * deliveries would be POSTed again, ten times, then failed). NUL shows as U+FFFD.
+ */
+const storableText = (text: string | undefined): string | null => (text === undefined ? null : text.replaceAll('\u0000', '\uFFFD'));
+
 const iso = (ms: number | null | undefined): string | undefined => (ms === null || ms === undefined ? undefined : new Date(ms).toISOString());
 
 function attemptOf(row: Selectable<AttemptsTable>): AttemptRecord {
@@ -260,8 +267,8 @@ export class DeliveryLog {
       url: attempt.url,
       status_code: attempt.statusCode ?? null,
       error: attempt.error ?? null,
-      error_message: attempt.errorMessage ?? null,
-      response_body: attempt.responseBody ?? null,
+      error_message: storableText(attempt.errorMessage),
+      response_body: storableText(attempt.responseBody),
       next_delay_ms: attempt.nextDelayMs ?? null,
       workflow_id: run.workflowId,
       run_id: run.runId,
