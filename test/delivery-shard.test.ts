@@ -239,6 +239,30 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('does not continue as new with more than the server takes as input: it holds its retries until they fit, instead of being terminated with them', async function () {
+    // Every receiver answers "503, Retry-After: 60": what the run took waits there, attempted once.
+    const worker = await standIn(async (input) => input.entries.map((entry) => ({ id: entry.id, status: 'pending', statusCode: 503, retryInMs: 60_000, retryAt: Date.now() + 60_000, clock: 'stand-in' })));
+    const workflowId = `delivery-shard/carry-${worker.taskQueue}`;
+    try {
+      // 6,000 entries with eventIds of 200 characters and traces: about 2.3 MB to carry.
+      const items = Array.from({ length: 6000 }, (_, i) => ({ id: `${String(i).padStart(200, 'e')}:ins_${i % 20}`, installationId: `ins_${i % 20}`, trace: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01` }));
+      const input: ShardInput = { shard: 0, epochEndsAt: Date.now() + 120_000, handOversPerRun: 7 };
+      const handle = await client.workflow.signalWithStart(deliveryEpochWorkflow, { workflowId, taskQueue: worker.taskQueue, args: [input], signal: handOverSignal, signalArgs: [items.slice(0, 1000)] });
+      for (let i = 1; i < 6; i++) await handle.signal(handOverSignal, items.slice(i * 1000, (i + 1) * 1000));
+      await waitFor(async () => ((await handle.describe()).raw.pendingActivities?.length === 0 && (await handle.query(backlogQuery)) === 6000 ? true : undefined), 20_000, 'every entry attempted once, waiting for its retry');
+      // The seventh hand-over is the run's last: a run that carried by count alone would continue as new now.
+      await handle.signal(handOverSignal, [{ id: 'evt_last:ins_0', installationId: 'ins_0' }]);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const described = await handle.describe();
+      assert.equal(described.status.name, 'RUNNING');
+      assert.equal(described.runId, handle.signaledRunId, 'the same run, still holding them');
+      assert.equal(await handle.query(backlogQuery), 6001);
+      await handle.terminate('test over');
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('hands over to the next run within a second while a batch hangs, and carries that batch over to be attempted after its time', async function () {
     const attempted: string[] = [];
     let release!: () => void;

@@ -71,6 +71,15 @@ export const backlogQuery = wf.defineQuery<number>('backlog');
  * carries must stay well under Temporal's 2 MB payload limit (about 100 bytes an entry).
  */
 export const MAX_BACKLOG = 10_000;
+/**
+ * What a run carries to the next stays under the server's 2 MB payload limit: past it the
+ * continue-as-new is refused and the run terminated, and the retries it held (attempted
+ * once, so no stranded sweep finds them) stay pending for good. Entries are 150-520 bytes
+ * (an eventId of up to 200 characters, a trace, a retry's time): at most ALWAYS_CARRIABLE
+ * always fit; past that what would be carried is measured.
+ */
+const MAX_CARRIED_BYTES = 1_500_000;
+const ALWAYS_CARRIABLE = 2_500;
 /** Deliveries per attempt batch (one activity). */
 const BATCH = 100;
 /** Hand-overs per run: a bounded history (and, for updates, under the server's 2,000 per run). */
@@ -165,6 +174,8 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const [lead, group] = led && wf.patched('retry-lead-whole-seconds') ? [RETRY_LEAD_MS, RETRY_GROUP_MS] : [SUB_SECOND_LEAD_MS, SUB_SECOND_GROUP_MS];
   // Runs started before retry batches had a task queue of their own replay as they ran.
   const apart = lanes && wf.patched('retry-task-queue');
+  // Runs that carried by count alone replay as they ran.
+  const bytesBounded = wf.patched('carry-bytes');
   const { attemptDeliveries: attemptRetries } = wf.proxyActivities<ReturnType<typeof createActivities>>({ ...ATTEMPT_BATCH, taskQueue: retryTaskQueue(wf.workflowInfo().taskQueue) });
   /** When a waiting entry goes to its lane. */
   const readyAt = (entry: ShardEntry) => (led && entry.notBefore !== undefined ? entry.dueAt - lead : entry.dueAt);
@@ -257,7 +268,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const historyLong = () => (input.epochEndsAt === undefined ? wf.workflowInfo().continueAsNewSuggested : wf.workflowInfo().historyLength >= MAX_EPOCH_HISTORY);
   // An epoch's run holding more than the bound (several API processes' hand-overs while no
   // worker answered) hands over only once it holds less: what it carries must fit 2 MB.
-  const carriable = () => input.epochEndsAt === undefined || known.size <= MAX_BACKLOG;
+  // Until it fits, the run goes on with what it holds, which its retries' ends shrink.
+  const carriedBytes = () => JSON.stringify([...ready.values(), waiting, ...[...flying.values()].map(({ entries }) => entries)]).length;
+  const carriable = () => input.epochEndsAt === undefined || (known.size <= MAX_BACKLOG && (!bytesBounded || known.size <= ALWAYS_CARRIABLE || carriedBytes() <= MAX_CARRIED_BYTES));
   const handOver = () => (handOvers >= (input.handOversPerRun ?? HAND_OVERS_PER_RUN) || historyLong()) && carriable();
   /**
    * When the handover began. It waits for the batches in flight (their results settle
