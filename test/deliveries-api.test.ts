@@ -144,6 +144,23 @@ describe('listing and replaying deliveries', function () {
       await handle.terminate();
     }
   });
+  it('hands a retry whose shard run ended without it (pending, attempted, 15 minutes on) to its shard again: its recorded attempt is not sent again', async function () {
+    const eventId = `evt_overdue_${randomBytes(4).toString('hex')}`;
+    const id = `${eventId}:${hook.id}`;
+    const recordedAt = Date.now() - 20 * 60_000;
+    const overdue: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId: hook.id, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url }] };
+    await platform.stores.log.recordEvents([overdue], recordedAt);
+    await platform.stores.log.recordOutcomes([{ id, status: 'pending', attempt: { attempt: 1, startedAt: new Date(recordedAt).toISOString(), durationMs: 10_000, url: receiver.url, error: 'timeout', nextDelayMs: 1000 } }], { workflowId: 'delivery-shard/0/terminated', runId: 'gone' });
+    const handle = await platform.client.workflow.start(strandedDeliveriesWorkflow, { workflowId: `stranded-test-${eventId}`, taskQueue: platform.taskQueue });
+    try {
+      const delivery = await platform.finalDelivery(id, tenant.token);
+      assert.equal(delivery.status, 'delivered');
+      assert.deepEqual(delivery.attempts.map((attempt: { attempt: number; error?: string; statusCode?: number }) => [attempt.attempt, attempt.error ?? attempt.statusCode]), [[1, 'timeout'], [2, 200]], 'its second attempt, as the schedule has it');
+      assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1);
+    } finally {
+      await handle.terminate();
+    }
+  });
   it('counts and reports a delivery a shard hands over that is not in the log (lost with the machine), and attempts nothing', async function () {
     const absent = async () => (await registry.getSingleMetric('platform_deliveries_absent_total')!.get()).values[0]?.value ?? 0;
     const counted = await absent();

@@ -156,6 +156,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.deepEqual(mine(all), ['evt_strand_a:ins_s', 'evt_strand_b:ins_s'], 'oldest first; an attempted one and a recent one are not stranded');
       const a = all.find((d) => d.id === 'evt_strand_a:ins_s')!;
       assert.deepEqual(mine(await stores.log.stranded(before, 1000, { createdAt: a.createdAt, id: a.id })), ['evt_strand_b:ins_s']);
+      assert.deepEqual(mine(await stores.log.overdueRetries(before, 1000)), ['evt_strand_c:ins_s'], 'the attempted one is an overdue retry past the time given');
+      assert.deepEqual(mine(await stores.log.overdueRetries(old, 1000)), [], 'not before it');
     });
 
     it('lists the deliveries of several organizations newest first, a page at a time, each once', async function () {

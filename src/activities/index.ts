@@ -16,6 +16,12 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const STRANDED_AFTER_MS = 60_000;
 /** Stranded deliveries handed over again per sweep. */
 const STRANDED_PER_SWEEP = 1000;
+/**
+ * A delivery attempted but still pending this long after it was recorded has outlived its
+ * retries (four attempts of 10 s, waits of 60 s at most) by far: the shard run holding it
+ * ended without it. Handed over again, its recorded attempts are not sent again.
+ */
+const OVERDUE_RETRY_AFTER_MS = 15 * 60_000;
 
 export interface ActivityDependencies extends AttemptBatchDependencies {
   /** Records the platform's own events (installation_setup) and hands them to the delivery shards. */
@@ -57,14 +63,17 @@ export function createActivities(deps: ActivityDependencies) {
 
     /**
      * Hands stranded deliveries (see strandedDeliveriesWorkflow) to their shards again, oldest
-     * first from `after`; answers where the next sweep goes on (nothing: from the start). Those
-     * a shard did not take (busy, or the engine away) are reached again on the next pass.
+     * first from `after`, with retries overdue by far; answers where the next sweep goes on
+     * (nothing: from the start). Those a shard did not take (busy, or the engine away) are
+     * reached again on the next pass.
      */
     async resumeStranded(after?: PageCursor): Promise<{ found: number; next?: PageCursor }> {
       const stranded = await deps.log.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
-      await deps.ingest.handOverRecorded(stranded).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length }, 'stranded deliveries not all handed over; the next pass tries again'));
+      const overdue = await deps.log.overdueRetries(Date.now() - OVERDUE_RETRY_AFTER_MS, STRANDED_PER_SWEEP);
+      if (overdue.length) deps.logger.warn({ overdue: overdue.length, ids: overdue.slice(0, 10).map((delivery) => delivery.id) }, 'retries overdue by far handed to their shards again: a shard run ended without them');
+      await deps.ingest.handOverRecorded([...stranded, ...overdue]).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length, overdue: overdue.length }, 'stranded deliveries not all handed over; the next pass tries again'));
       const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;
-      return { found: stranded.length, ...(last && { next: { createdAt: last.createdAt, id: last.id } }) };
+      return { found: stranded.length + overdue.length, ...(last && { next: { createdAt: last.createdAt, id: last.id } }) };
     },
 
     /** Deletes what is past retention, in bounded steps; returns how many rows went. */

@@ -171,6 +171,25 @@ export class DeliveryLog {
   }
 
   /**
+   * Up to `limit` pending deliveries attempted at least once and recorded before `before`,
+   * oldest first: retries whose shard run ended without them (terminated, say), which no
+   * run would attempt again. Few: the pending-age index's retrying range, sorted.
+   */
+  async overdueRetries(before: number, limit: number): Promise<PendingDelivery[]> {
+    const rows = await this.db
+      .selectFrom('deliveries')
+      .select(['id', 'event_id', 'installation_id', 'created_at'])
+      .where('status', '=', 'pending')
+      .where('attempts', '>', 0)
+      .where('created_at', '<', before)
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map(pendingDelivery);
+  }
+
+  /**
    * The pending deliveries of an attempt batch with their bodies, and the attempt asked for
    * when an earlier run of the batch recorded it (its count goes up in the same transaction,
    * so only then are the attempts read).

@@ -17,8 +17,10 @@ const SWEEPS_PER_RUN = 60;
  * attempted a minute on, oldest first, going on from where the last sweep stopped (those a
  * shard did not take are reached on the next pass from the start): an
  * ingest that answered 503 (its hand-over not known to have landed) and was never retried
- * would otherwise stay pending for good. A shard skips what it holds, so a delivery merely
- * waiting in a backlog is not attempted twice. One per namespace.
+ * would otherwise stay pending for good. So would the retries of a shard run that ended
+ * without them (terminated): those still pending 15 minutes on go too. A shard skips what
+ * it holds, so a delivery merely waiting in a backlog is not attempted twice. One per
+ * namespace.
  */
 export async function strandedDeliveriesWorkflow(from?: PageCursor): Promise<void> {
   // Where the last sweep stopped, also across runs: deliveries still held by a backlog do not hide later ones.
