@@ -154,20 +154,8 @@ export class DeliveryLog {
    * first from the cursor `after`: those whose hand-over to a shard may never have landed
    * (one range of the pending-age index).
    */
-  async stranded(before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {
-    const rows = await this.db
-      .selectFrom('deliveries')
-      .select(['id', 'event_id', 'installation_id', 'created_at'])
-      .where('status', '=', 'pending')
-      .where('attempts', '=', 0)
-      .where('created_at', '<', before)
-      // A row comparison: both databases read it as a range of the index, not a filter.
-      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after!.createdAt, after!.id))))
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(limit)
-      .execute();
-    return rows.map(pendingDelivery);
+  stranded(before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {
+    return this.pendingRecordedBefore('never attempted', before, limit, after);
   }
 
   /**
@@ -175,13 +163,19 @@ export class DeliveryLog {
    * oldest first: retries whose shard run ended without them (terminated, say), which no
    * run would attempt again. Few: the pending-age index's retrying range, sorted.
    */
-  async overdueRetries(before: number, limit: number): Promise<PendingDelivery[]> {
+  overdueRetries(before: number, limit: number): Promise<PendingDelivery[]> {
+    return this.pendingRecordedBefore('attempted', before, limit);
+  }
+
+  private async pendingRecordedBefore(which: 'never attempted' | 'attempted', before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {
     const rows = await this.db
       .selectFrom('deliveries')
       .select(['id', 'event_id', 'installation_id', 'created_at'])
       .where('status', '=', 'pending')
-      .where('attempts', '>', 0)
+      .where('attempts', which === 'attempted' ? '>' : '=', 0)
       .where('created_at', '<', before)
+      // A row comparison: both databases read it as a range of the index, not a filter.
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after!.createdAt, after!.id))))
       .orderBy('created_at')
       .orderBy('id')
       .limit(limit)
