@@ -23,4 +23,20 @@ describe('the platform on PostgreSQL', function () {
     const replay = await platform.http('POST', `/v1/deliveries/${encodeURIComponent(delivery.id)}/replay`, { token: tenant.token });
     assert.equal((await platform.finalDelivery(replay.body.id, tenant.token)).status, 'delivered');
   });
+
+  it('refuses a webhook URL with control characters, naming the field: stored as written, a NUL would stop the read model (and the installation) for good', async function () {
+    const tenant = await platform.tenant();
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'pg-nul' }, receiver.url, { space_content_updated: true });
+    for (const url of [`${receiver.url}/a\u0000b`, `${receiver.url}\n`]) {
+      const installed = await platform.http('POST', '/v1/integrations/webhook/installations', { token: tenant.token, body: { target: { org: tenant.org }, configuration: { webhook_url: url, space_content_updated: true } } });
+      const edited = await platform.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: tenant.token, body: { webhook_url: url } });
+      for (const answer of [installed, edited]) {
+        assert.equal(answer.status, 400, JSON.stringify(answer.body));
+        assert.deepEqual(answer.body.details, [{ field: 'configuration.webhook_url', message: 'must not contain control characters' }]);
+      }
+    }
+    // The installation still answers and changes.
+    assert.equal((await platform.http('POST', `/v1/installations/${hook.id}/pause`, { token: tenant.token })).status, 200);
+    assert.equal((await platform.http('DELETE', `/v1/installations/${hook.id}`, { token: tenant.token })).status, 204);
+  });
 });

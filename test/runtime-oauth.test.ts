@@ -138,6 +138,10 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     const installation = await install(platform, tenant, name);
     const byHand = await platform.http('PATCH', `/v1/installations/${installation.id}/configuration`, { token: tenant.token, body: { oauth_credentials: { access_token: 'mine' } } });
     assert.equal(byHand.status, 400);
+    // Nor when installing.
+    const installedWith = await platform.http('POST', `/v1/integrations/${name}/installations`, { token: tenant.token, body: { target: { org: tenant.org }, configuration: { oauth_credentials: { access_token: 'mine' } } } });
+    assert.equal(installedWith.status, 400, JSON.stringify(installedWith.body));
+    assert.deepEqual(installedWith.body.details.map((detail: { field: string }) => detail.field), ['configuration.oauth_credentials']);
     assert.equal((await platform.http('POST', `/v1/installations/${installation.id}/oauth/state`, { token: tenant.token, body: { connect: 'x' } })).status, 403);
   });
 

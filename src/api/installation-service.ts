@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { INSTALLATION_ID } from '../ids';
-import type { Configuration } from '../integrations/configuration';
+import { OAUTH_CREDENTIALS, type Configuration } from '../integrations/configuration';
 import { publicEndpoint } from '../integrations/environment';
 import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
 import { newInstallationId } from '../ids';
@@ -53,6 +53,12 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     }
   }
 
+  /** `oauth_credentials` comes from the integration's OAuth flow (its installation's token), never from a member's hand: installing or editing. */
+  function refuseHandSetCredentials(caller: Caller, configuration: Configuration): void {
+    if (caller.kind === 'installation' || !Object.prototype.hasOwnProperty.call(configuration, OAUTH_CREDENTIALS)) return;
+    throw badRequest(`${OAUTH_CREDENTIALS} is set by the integration's OAuth flow, not by hand`, [{ field: `configuration.${OAUTH_CREDENTIALS}`, message: 'is set by the integration' }]);
+  }
+
   function list(caller: Caller, orgs: string[]) {
     return deps.installations.list(orgs.filter((org) => isMember(caller, org)));
   }
@@ -69,6 +75,7 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     // Not installable there answers like a missing integration: private names do not leak.
     if (!integration?.summary || !catalog.installable(integration, target, request.installLink)) throw notFound('integration');
     const configuration = request.configuration ?? {};
+    refuseHandSetCredentials(caller, configuration);
     if (integration.name === WEBHOOK_INTEGRATION) await checkWebhookConfiguration(target, configuration);
     const id = newInstallationId();
     const state = newInstallationState(
@@ -92,5 +99,5 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     });
   }
 
-  return { handle, withUrls, load, checkWebhookConfiguration, list, install };
+  return { handle, withUrls, load, checkWebhookConfiguration, refuseHandSetCredentials, list, install };
 }

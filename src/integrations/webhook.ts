@@ -45,10 +45,16 @@ export function selectedEvents(target: Target, configuration: Configuration): We
   return selectableEvents(target).filter((type) => configuration[type] === true);
 }
 
-/** Syntax only; whether the host is public needs DNS and is checked outside workflows. */
+/**
+ * Syntax only; whether the host is public needs DNS and is checked outside workflows.
+ * Control characters are refused: the URL is stored as written, and PostgreSQL refuses
+ * NUL in text (the read model's write would retry for good, the installation with it).
+ */
 function checkUrlSyntax(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   if (!/^https?:\/\/[^/\s]+/i.test(value)) return 'must be an absolute http:// or https:// URL';
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
   return undefined;
 }
 

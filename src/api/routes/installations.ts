@@ -1,4 +1,4 @@
-import { OAUTH_CREDENTIALS, type Configuration } from '../../integrations/configuration';
+import type { Configuration } from '../../integrations/configuration';
 import { WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
 import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, signingSecretQuery } from '../../workflows/installation';
 import type { ApiDeps } from '../deps';
@@ -69,9 +69,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
     async ({ caller, params, body }) => {
       const { target, integration } = await api.load(caller, params.id!);
-      if (caller.kind !== 'installation' && Object.prototype.hasOwnProperty.call(body, OAUTH_CREDENTIALS)) {
-        throw badRequest(`${OAUTH_CREDENTIALS} is set by the integration's OAuth flow, not by hand`, [{ field: `configuration.${OAUTH_CREDENTIALS}`, message: 'is set by the integration' }]);
-      }
+      api.refuseHandSetCredentials(caller, body);
       // Webhook URLs need DNS, which workflows cannot do; every other check is the update's.
       if (integration === WEBHOOK_INTEGRATION) await api.checkWebhookConfiguration(target, body);
       const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body] });
