@@ -4,7 +4,7 @@ import { checkInstallationPatch, configurationComplete, type ConfigurationSchema
 import { selectedEvents, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
 import { deliverableEvents } from '../integrations/event-scopes';
 import { HistoryBudget } from './continue-as-new';
-import { invalid } from './errors';
+import { invalid, notFound } from './errors';
 import type { createActivities, PlatformEvent } from '../activities';
 import type { InstallationProjection, InstallationStatus, SigningSecret } from '../delivery-log/types';
 
@@ -148,8 +148,9 @@ export async function installationWorkflow(state: InstallationState, historyLimi
     }
     if (events.length) await dispatchInstallationEvents({ id: state.id, org: state.target.org }, events);
   }
+  // Being deleted is gone already: a change racing the deletion answers 404, as one after it does.
   const notDeleted = () => {
-    if (state.deleted) throw invalid('the installation is deleted');
+    if (state.deleted) throw notFound('installation');
   };
 
   wf.setHandler(installationQuery, () => view(state));

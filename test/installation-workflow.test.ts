@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { InstallationProjection } from '../src/delivery-log/types';
+import { FailureType } from '../src/workflows/errors';
+import { deleteUpdate, installationWorkflow, newInstallationState, pauseUpdate } from '../src/workflows/installation';
+import { namespaceFor } from './support/namespaces';
+import { waitFor } from './support/platform';
+import { testSettings } from './support/settings';
+
+/**
+ * The installation workflow on the run's dev server, its activities stood in for: what it
+ * answers while a change is under way (the API's answers to each are tested through it).
+ */
+describe('the installation workflow', function () {
+  this.timeout(30_000);
+  const namespace = namespaceFor(__filename);
+
+  it('answers a change that comes while its deletion is being recorded as not found (404), as once it is gone', async function () {
+    const taskQueue = `installation-${Date.now()}`;
+    let deleting!: () => void;
+    const deletionRecorded = new Promise<void>((resolve) => (deleting = resolve));
+    const saved: InstallationProjection[] = [];
+    const worker = await Worker.create({
+      connection: await NativeConnection.connect({ address: testSettings().address }),
+      namespace,
+      taskQueue,
+      workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') },
+      activities: {
+        // The read model's write of the deletion takes its time.
+        async saveInstallation(installation: InstallationProjection): Promise<void> {
+          saved.push(installation);
+          if (installation.status === 'deleted') await deletionRecorded;
+        },
+        async dispatchInstallationEvents(): Promise<void> {},
+      },
+    });
+    const running = worker.run();
+    const connection = await Connection.connect({ address: testSettings().address });
+    try {
+      const client = new Client({ connection, namespace });
+      const state = newInstallationState({ id: 'ins_deleting', integration: 'webhook', target: { org: 'org-1' }, signingSecret: 'whsec_0123456789abcdefghijklmnop' }, new Date().toISOString());
+      const handle = await client.workflow.start(installationWorkflow, { workflowId: `installation/${taskQueue}`, taskQueue, args: [state] });
+      await waitFor(async () => (saved.length ? true : undefined), 10_000, 'the first write of the read model');
+      const deleted = handle.executeUpdate(deleteUpdate);
+      await waitFor(async () => (saved.some((installation) => installation.status === 'deleted') ? true : undefined), 10_000, 'the deletion under way');
+      const refused = await handle.executeUpdate(pauseUpdate).then(
+        () => assert.fail('a pause of an installation being deleted was taken'),
+        (err: unknown) => err,
+      );
+      assert.ok(refused instanceof WorkflowUpdateFailedError && refused.cause instanceof ApplicationFailure, String(refused));
+      assert.equal((refused.cause as ApplicationFailure).type, FailureType.notFound);
+      deleting();
+      assert.equal((await deleted).status, 'deleted');
+    } finally {
+      deleting();
+      await connection.close();
+      worker.shutdown();
+      await running;
+    }
+  });
+});
