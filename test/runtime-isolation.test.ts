@@ -59,12 +59,13 @@ describe('isolates: tenants apart, limits enforced from outside', function () {
   });
   after(async () => Promise.all([platform?.stop(), forwarded.stop()]));
 
-  it('shares no globals between organizations (one isolate per version and organization)', async function () {
+  it('shares no globals between installations, of one organization or of two (one isolate per version and installation)', async function () {
     assert.deepEqual(JSON.parse((await call(inA, '/count')).body), { calls: 1, before: 'nobody' });
-    assert.deepEqual(JSON.parse((await call(inA2, '/count')).body), { calls: 2, before: inA.id }, 'one organization, one isolate');
+    assert.deepEqual(JSON.parse((await call(inA, '/count')).body), { calls: 2, before: inA.id }, 'an installation keeps its isolate while warm');
+    assert.deepEqual(JSON.parse((await call(inA2, '/count')).body), { calls: 1, before: 'nobody' }, 'another installation of the same organization sees nothing of it');
     assert.deepEqual(JSON.parse((await call(inB, '/count')).body), { calls: 1, before: 'nobody' }, 'another organization sees nothing of it');
     const warm = platform.isolates.warm();
-    assert.equal(new Set(warm.map((w) => w.pid)).size, 2);
+    assert.equal(new Set(warm.map((w) => w.pid)).size, 3);
   });
 
   it('gives the code no host objects', async function () {

@@ -86,7 +86,7 @@ describe('the isolate pool (real workerd)', function () {
   const script = "export default { async fetch() { return new Response('ok'); } };";
   const pool = (options: Partial<ConstructorParameters<typeof IsolatePool>[0]> = {}) =>
     new IsolatePool({ loadScript: async () => script, outbound: async () => { throw new Error('no network'); }, bindings: {}, ...options });
-  const call = (p: IsolatePool, org: string) => p.call({ integration: 'x', version: 1, org }, '/v1', { method: 'POST', headers: {}, body: Buffer.from('') }, 5000);
+  const call = (p: IsolatePool, installation: string) => p.call({ integration: 'x', version: 1, installation }, '/v1', { method: 'POST', headers: {}, body: Buffer.from('') }, 5000);
 
   it('reuses a warm isolate per version and organization, and stops the idle ones', async function () {
     const isolates = pool({ idleMs: 200 });
@@ -108,7 +108,7 @@ describe('the isolate pool (real workerd)', function () {
   it('stops the least recently used over the memory budget or the process cap', async function () {
     const isolates = pool({ memoryBudgetBytes: 80 * MiB, maxProcesses: 2 });
     try {
-      for (const org of ['a', 'b', 'c']) assert.equal((await call(isolates, org)).status, 200);
+      for (const installation of ['a', 'b', 'c']) assert.equal((await call(isolates, installation)).status, 200);
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(isolates.warm().length, 2, 'the process cap');
       await isolates.evict();
@@ -118,18 +118,18 @@ describe('the isolate pool (real workerd)', function () {
     }
   });
 
-  it("never stops an isolate a call is in to make room for another organization's, over the cap or the budget", async function () {
+  it("never stops an isolate a call is in to make room for another installation's, over the cap or the budget", async function () {
     // Answers after as many ms as its body says.
     const slow = 'export default { async fetch(request) { const ms = Number(await request.text()); await new Promise((resolve) => setTimeout(resolve, ms)); return new Response("ok"); } };';
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, memoryBudgetBytes: 1 });
-    const slowCall = (org: string, ms: number) => isolates.call({ integration: 'x', version: 1, org }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(String(ms)) }, 5000);
+    const slowCall = (installation: string, ms: number) => isolates.call({ integration: 'x', version: 1, installation }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(String(ms)) }, 5000);
     try {
       const inFlight = slowCall('a', 1500);
       await new Promise((resolve) => setTimeout(resolve, 500));
       const other = slowCall('b', 0);
       await isolates.evict();
       assert.equal((await other).status, 200);
-      assert.equal((await inFlight).status, 200, "org a's call ends as it would have alone");
+      assert.equal((await inFlight).status, 200, "a's call ends as it would have alone");
       assert.equal(isolates.warm().length, 2, 'over the cap while both were busy');
       assert.equal((await slowCall('c', 0)).status, 200);
       assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/c'], 'the next call past the cap trims the idle ones');

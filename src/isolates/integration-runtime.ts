@@ -41,7 +41,7 @@ export class IntegrationRuntime {
     const kind = event.type === 'fetch' ? 'fetch' : event.type === 'ui_render' ? 'component' : 'event';
     const timer = isolateCalls.startTimer({ kind });
     try {
-      const answer = await this.pool.call({ integration: installation.integration, version: version.version, org: installation.target.org }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
+      const answer = await this.pool.call({ integration: installation.integration, version: version.version, installation: installation.id }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
       timer({ outcome: statusClass(answer.status) });
       return answer;
     } catch (err) {

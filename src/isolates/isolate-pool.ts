@@ -3,11 +3,14 @@ import { residentBytes } from '../net/procfs';
 import { RUNTIME_HOST_SOURCE } from './runtime-host';
 import { WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 
-/** At most one isolate per integration version and installing organization, each in a workerd process of its own. */
+/**
+ * At most one isolate per integration version and installation, each in a workerd process
+ * of its own (DESIGN.md §2: isolated from the platform and from other installations).
+ */
 export interface IsolateKey {
   integration: string;
   version: number;
-  org: string;
+  installation: string;
 }
 
 export interface IsolatePoolOptions {
@@ -50,7 +53,7 @@ const MiB = 1024 * 1024;
 /**
  * Warm isolates for integration code: started on first call, reused, replaced when killed
  * (deadline, memory, crash), and stopped when idle or when too many are warm. A process
- * that misbehaves takes down only its own organization's calls of that version.
+ * that misbehaves takes down only its own installation's calls.
  */
 export class IsolatePool {
   private readonly entries = new Map<string, Entry>();
@@ -96,7 +99,7 @@ export class IsolatePool {
   }
 
   private entryOf(key: IsolateKey): Entry {
-    const id = `${key.integration}@${key.version}/${key.org}`;
+    const id = `${key.integration}@${key.version}/${key.installation}`;
     let entry = this.entries.get(id);
     if (entry?.process && !entry.process.alive) {
       this.forget(key, entry.process);
@@ -140,14 +143,14 @@ export class IsolatePool {
   }
 
   private forget(key: IsolateKey, process: WorkerdProcess): void {
-    const id = `${key.integration}@${key.version}/${key.org}`;
+    const id = `${key.integration}@${key.version}/${key.installation}`;
     if (this.entries.get(id)?.process === process) this.entries.delete(id);
     void process.dispose();
   }
 
   /**
    * Stops the least recently used past the cap, among those no call is waiting for or in:
-   * one organization's many versions must not stop another's call halfway (a 502 to it).
+   * one tenant's many installations must not stop another's call halfway (a 502 to it).
    * While all are busy the cap is exceeded; the next call past it trims.
    */
   private async evictOverflow(): Promise<void> {
