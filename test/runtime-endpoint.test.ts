@@ -43,6 +43,17 @@ describe('the integration runtime: public endpoint, components, API binding, egr
       await waitFor(async () => (forwarded.requests.some((r) => JSON.parse(r.body).payload === '{"ping":1}') ? true : undefined), 10_000, 'the forward');
     });
 
+    it('gives the code the URL as the caller sent it: an encoded ? # or / under the endpoint stays encoded', async function () {
+      const name = await publishExample(platform, tenant, 'webhook-receiver', {
+        edit: (manifest, script) => [manifest, script.replace("if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });", "if (request.method === 'GET') return Response.json({ url: request.url });")],
+      });
+      const echo = await install(platform, tenant, name, { forward_url: forwarded.url });
+      for (const tail of ['/a%3Fq=1?k=v', '/a%23frag?k=v', '/a%2Fb', '/', '/x/y?z']) {
+        const seen = (await (await fetch(`${echo.urls.publicEndpoint}${tail}`)).json()) as { url: string };
+        assert.equal(seen.url, `${echo.urls.publicEndpoint}${tail}`, tail);
+      }
+    });
+
     it('builds the environment itself: a caller’s environment part changes nothing', async function () {
       const form = new FormData();
       form.set('event', JSON.stringify({ type: 'fetch', request: { method: 'POST', url: 'http://evil/', headers: {} } }));

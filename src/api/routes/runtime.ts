@@ -42,6 +42,8 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
     return installation && installation.status !== 'deleted' && installation.integration !== WEBHOOK_INTEGRATION && installation.version !== undefined ? installation : undefined;
   }
 
+  /** `/v1/integrations/:name/installations/:id/public` split at its slashes. */
+  const PUBLIC_ENDPOINT_SEGMENTS = PUBLIC_ENDPOINT_ROUTE.split('/').length;
   routes.add<Buffer>(
     {
       method: 'all',
@@ -56,7 +58,9 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       if (!installation || installation.integration !== params.name) throw notFound('installation');
       refusePaused(installation);
       const base = publicEndpoint(deps.baseUrl, installation.integration, installation.id);
-      const subpath = params.path ? `/${Array.isArray(params.path) ? params.path.join('/') : params.path}` : '';
+      // What follows /public as the caller sent it, still encoded: the router's decoded copy
+      // would turn %3F into a query and %23 into a fragment of the URL the code is given.
+      const subpath = ctx.path.split('/').slice(PUBLIC_ENDPOINT_SEGMENTS).map((segment) => `/${segment}`).join('');
       const headers = Object.fromEntries(Object.entries(ctx.headers).filter(([name, value]) => !HOP_BY_HOP.has(name) && value !== undefined).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value!]));
       const event = { type: 'fetch', request: { method: ctx.method, url: `${base}${subpath}${ctx.search}`, headers } };
       const answer = await invoking(() => deps.runtime.invoke(installation, event, body.length ? body : undefined));
