@@ -29,6 +29,8 @@ class TestProvider {
       req.on('end', () => {
         const form = Object.fromEntries(new URLSearchParams(body));
         this.exchanges.push(form);
+        // A provider whose token endpoint answers a web page (a login wall, an outage page).
+        if (form.code === 'answer-html') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>');
         const good = this.codes.delete(form.code!) && form.client_id === 'client-1' && form.client_secret === 'secret-1' && form.grant_type === 'authorization_code';
         res.writeHead(good ? 200 : 400, { 'content-type': 'application/json' }).end(JSON.stringify(good ? { access_token: `tok_${form.code}`, token_type: 'bearer' } : { error: 'invalid_grant' }));
       });
@@ -132,6 +134,16 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     assert.match(await failed.text(), /The connection failed[\s\S]*the provider refused the code \(HTTP 400\)/);
     const read = await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token });
     assert.equal(read.body.configuration.oauth_credentials, undefined);
+  });
+
+  it('shows a generic error page, not the error’s own text, when something not meant for people fails (a provider answering HTML)', async function () {
+    const installation = await install(platform, tenant, name);
+    const state = (await connect(installation)).searchParams.get('state')!;
+    const failed = await fetch(`${installation.urls.publicEndpoint}/oauth?code=answer-html&state=${encodeURIComponent(state)}`);
+    assert.equal(failed.status, 500);
+    const page = await failed.text();
+    assert.match(page, /The connection failed[\s\S]*Nothing was stored; try again/);
+    assert.doesNotMatch(page, /JSON|Unexpected token|SyntaxError/);
   });
 
   it('lets nobody but the integration set oauth_credentials, and no token but its own issue states', async function () {

@@ -70,9 +70,10 @@ export function createOAuthHandler(config: OAuthConfig | ((context: IntegrationC
       await context.api.installation.updateConfiguration({ oauth_credentials: credentials.configuration.oauth_credentials });
       return page('Connected', 'The connection is authorized. You can close this window.', 200);
     } catch (error) {
-      const message = error instanceof Error ? error.message : 'unknown error';
-      const status = error instanceof ExposableError ? error.status : 500;
-      return page('The connection failed', message, status >= 400 && status <= 599 ? status : 500);
+      // Only what is meant to be shown (ExposableError, the platform's own refusals) is: any
+      // other message may carry internals (a provider's HTML parsed as JSON, say).
+      if (!(error instanceof ExposableError)) return page('The connection failed', 'Something went wrong while connecting. Nothing was stored; try again.', 500);
+      return page('The connection failed', error.message, error.status >= 400 && error.status <= 599 ? error.status : 500);
     }
   };
 }
