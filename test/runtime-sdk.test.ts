@@ -8,7 +8,8 @@ function envelope(event: unknown, body?: string, version = 'v1'): Request {
   const form = new FormData();
   form.set('event', JSON.stringify(event));
   form.set('environment', JSON.stringify(environment));
-  if (body !== undefined) form.set('fetch-body', new Blob([body]), 'body');
+  // As the platform sends it (src/isolates/integration-runtime.ts).
+  if (body !== undefined) form.set('fetch-body', new Blob([body], { type: 'application/octet-stream' }), 'body');
   return new Request(`http://isolate/${version}`, { method: 'POST', body: form });
 }
 
@@ -37,6 +38,13 @@ describe('the runtime SDK (envelope dispatch)', function () {
     const answer = await integration.fetch(envelope({ type: 'fetch', request: { method: 'PUT', url: 'http://api/p/sub', headers: { 'x-a': 'b' } } }, 'payload'));
     assert.equal(answer.status, 201);
     assert.equal(await answer.text(), 'PUT /p/sub payload');
+  });
+
+  it('gives the fetch handler the caller’s Content-Type, and none when the caller sent none', async function () {
+    const echo = createIntegration({ fetch: async (request) => Response.json({ type: request.headers.get('content-type'), body: await request.text() }) });
+    const sent = (headers: Record<string, string>) => echo.fetch(envelope({ type: 'fetch', request: { method: 'POST', url: 'http://api/p', headers } }, 'payload')).then((answer) => answer.json());
+    assert.deepEqual(await sent({}), { type: null, body: 'payload' });
+    assert.deepEqual(await sent({ 'content-type': 'text/csv' }), { type: 'text/csv', body: 'payload' });
   });
 
   it('answers another envelope version 400', async function () {

@@ -40,10 +40,14 @@ async function readEnvelope(request: Request): Promise<{ event: IntegrationEvent
   return { event, environment, body: body && typeof body !== 'string' ? body : undefined };
 }
 
-/** The original request, rebuilt for the integration's fetch handler. */
+/**
+ * The original request, rebuilt for the integration's fetch handler. The body goes without
+ * its envelope part's type: a Request takes a Blob's type as its Content-Type when the
+ * caller sent none, and the code would see one the caller never sent.
+ */
 function rebuild(event: FetchEvent, body: Blob | undefined): Request {
   const { method, url, headers } = event.request;
-  return new Request(url, { method, headers, body: method === 'GET' || method === 'HEAD' ? undefined : body });
+  return new Request(url, { method, headers, body: method === 'GET' || method === 'HEAD' ? undefined : body?.slice(0, body.size, '') });
 }
 
 /**
