@@ -27,16 +27,19 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-export function freePort(): Promise<number> {
+/** Listens on `ip:port` (0: any free port) and closes again; answers the port it had. */
+function bindOnce(ip: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+    server.listen(port, ip, () => {
+      const { port: bound } = server.address() as net.AddressInfo;
+      server.close(() => resolve(bound));
     });
   });
 }
+
+export const freePort = (): Promise<number> => bindOnce('127.0.0.1', 0);
 
 /** deploy/temporal/dynamicconfig.yaml: what docker-compose's server gets, the dev server gets too. */
 const DYNAMIC_CONFIG_FILE = path.join(__dirname, '..', '..', '..', 'deploy', 'temporal', 'dynamicconfig.yaml');
@@ -96,13 +99,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
  * it while its own exits. The CLI checks too, but only after it has been started.
  */
 async function assertPortFree(ip: string, port: number): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${ip} is taken by another process (another Temporal server?); give the dev server a free one (PLATFORM_TEMPORAL_PORT)`) : err),
-    );
-    probe.listen(port, ip, () => probe.close(() => resolve()));
-  });
+  await bindOnce(ip, port).catch((err: NodeJS.ErrnoException) =>
+    Promise.reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${ip} is taken by another process (another Temporal server?); give the dev server a free one (PLATFORM_TEMPORAL_PORT)`) : err),
+  );
 }
 
 async function waitUntilServing(address: string, child: ChildProcess, said: () => string, timeoutMs = 60_000): Promise<void> {
