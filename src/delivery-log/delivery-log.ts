@@ -208,11 +208,14 @@ export class DeliveryLog {
    * the wrong organization, see migration 0004) is known, not lost: never attempted, not absent.
    */
   async absent(ids: string[]): Promise<string[]> {
-    const present = new Set<string>();
+    let missing = ids;
     for (const table of ['deliveries', 'quarantined_deliveries'] as const) {
-      for (const part of chunks(ids)) for (const row of await this.db.selectFrom(table).select('id').where('id', 'in', part).execute()) present.add(row.id);
+      if (missing.length === 0) break;
+      const present = new Set<string>();
+      for (const part of chunks(missing)) for (const row of await this.db.selectFrom(table).select('id').where('id', 'in', part).execute()) present.add(row.id);
+      missing = missing.filter((id) => !present.has(id));
     }
-    return ids.filter((id) => !present.has(id));
+    return missing;
   }
 
   /** How many deliveries migration 0004 took out of the log, for the operator to review. */

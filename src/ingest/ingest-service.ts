@@ -1,6 +1,6 @@
 import type { DeliveryLog, PendingDelivery } from '../delivery-log/delivery-log';
 import type { InstallationIndex } from '../delivery-log/installation-index';
-import type { EventRecord, NewEvent } from '../delivery-log/types';
+import type { EventRecord, InstallationSummary, NewEvent } from '../delivery-log/types';
 import { newEventId } from '../ids';
 import type { IngestedEvent } from '../webhooks/events';
 import type { ShardItem } from '../workflows/delivery-shard';
@@ -92,13 +92,19 @@ export class IngestService {
 
   private async record(submitted: Submitted[]): Promise<Recorded[]> {
     const events = submitted.map(({ event }) => event);
-    const installations = await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused']);
+    // Read once for the flush, then each event matched against its own organization's alone.
+    const installations = new Map<string, InstallationSummary[]>();
+    for (const installation of await this.installations.of([...new Set(events.map((event) => event.organizationId))], ['active', 'paused'])) {
+      const ofOrg = installations.get(installation.target.org);
+      if (ofOrg) ofOrg.push(installation);
+      else installations.set(installation.target.org, [installation]);
+    }
     // An eventId submitted twice in one flush is planned, and traced, from its first submission: the one recorded if it is new.
     const planned = new Map<string, NewEvent>();
     const traces = new Map<string, string | undefined>();
     for (const { event, trace } of submitted) {
       if (planned.has(event.eventId)) continue;
-      planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations) });
+      planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations.get(event.organizationId) ?? []) });
       traces.set(event.eventId, trace);
     }
     // The hand-over may take as long as the latest of its requests may wait, no longer: a hung one frees the shard's flush for those behind it.
