@@ -1,18 +1,25 @@
-import { context, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Link, type Span, type SpanOptions, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { PLATFORM_VERSION } from '../version';
 
+/** The tracer of the provider registry in place, kept while that registry is. */
+let kept: { provider: TracerProvider; tracer: Tracer } | undefined;
+
 /**
- * The platform's own spans, from the provider registered when each starts. Until
- * startTracing registers one (tracing off) every span is a no-op and nothing is
- * propagated: no cost, no header. Asked each time rather than kept: a tracer kept from a
- * provider that was shut down would stay bound to it after a process starts tracing again.
+ * The platform's own spans. Until startTracing registers a provider (tracing off) every
+ * span is a no-op and nothing is propagated: no cost, no header. The tracer is taken anew
+ * when the registry changes: one kept from a registry that shutdown replaced (trace.disable)
+ * would still feed the provider shut down after a process starts tracing again.
  */
 export const tracer = {
-  startSpan: (name: string, options?: SpanOptions, parent?: Context): Span => trace.getTracer('integration-platform', PLATFORM_VERSION).startSpan(name, options, parent),
+  startSpan(name: string, options?: SpanOptions, parent?: Context): Span {
+    const provider = trace.getTracerProvider();
+    if (kept?.provider !== provider) kept = { provider, tracer: provider.getTracer('integration-platform', PLATFORM_VERSION) };
+    return kept.tracer.startSpan(name, options, parent);
+  },
 };
 
 /** A process's tracing, when an OTLP endpoint is configured: the worker's workflow spans go to the same processor. */
