@@ -35,6 +35,9 @@ function refusePaused(installation: InstallationTarget): void {
   if (installation.status === 'paused') throw new ApiError(403, 'installation_paused', 'the installation is paused');
 }
 
+/** `/v1/integrations/:name/installations/:id/public` split at its slashes. */
+const PUBLIC_ENDPOINT_SEGMENTS = PUBLIC_ENDPOINT_ROUTE.split('/').length;
+
 export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
   /** A live installation of a published integration, with what calls into its code need. */
   async function runnable(id: string): Promise<InstallationTarget | undefined> {
@@ -42,8 +45,6 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
     return installation && installation.status !== 'deleted' && installation.integration !== WEBHOOK_INTEGRATION && installation.version !== undefined ? installation : undefined;
   }
 
-  /** `/v1/integrations/:name/installations/:id/public` split at its slashes. */
-  const PUBLIC_ENDPOINT_SEGMENTS = PUBLIC_ENDPOINT_ROUTE.split('/').length;
   routes.add<Buffer>(
     {
       method: 'all',
