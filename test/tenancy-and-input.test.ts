@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import pino from 'pino';
+import { openDeliveryLog } from '../src/delivery-log';
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
+import { testDatabaseUrl, testSettings } from './support/settings';
 
 describe('tenancy and bad input', function () {
   const platform = new TestPlatform(__filename);
@@ -182,6 +185,28 @@ describe('tenancy and bad input', function () {
       const listed = await platform.http('GET', '/v1/installations', { token: a.token });
       const item = listed.body.items.find((i: any) => i.id === hookA.id);
       assert.equal(item.configuration.webhook_url, receiver.url);
+    });
+  });
+
+  describe('deliveries quarantined by migration 0004 (recorded for the wrong organization)', function () {
+    it('are named in a warning at each start of the API while the table holds them, and only then', async function () {
+      const databaseUrl = await testDatabaseUrl('sqlite', 'quarantine_warning');
+      const warnings: { msg: string; quarantined?: number }[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line)) });
+      const start = async () => (await new TestPlatform(__filename, { taskQueue: `${platform.taskQueue}-quarantine`, databaseUrl, logger, worker: false }).start()).stop();
+      const quarantineWarnings = () => warnings.filter((line) => line.msg.includes('quarantined_deliveries')).map((line) => line.quarantined);
+
+      await start();
+      assert.deepEqual(quarantineWarnings(), [], 'nothing quarantined, nothing said');
+      const stores = await openDeliveryLog({ url: databaseUrl, encryptionKey: testSettings().encryptionKey, namespace: 'test' });
+      const now = Date.now();
+      await stores.log.db
+        .insertInto('quarantined_deliveries')
+        .values(['ins_b1', 'ins_b2'].map((installation) => ({ id: `evt_leaked:${installation}`, event_id: 'evt_leaked', installation_id: installation, organization_id: 'org-b', event_organization_id: 'org-a', status: 'delivered', attempts: 1, created_at: now, quarantined_at: now })))
+        .execute();
+      await stores.close();
+      await start();
+      assert.deepEqual(quarantineWarnings(), [2]);
     });
   });
 });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { PlatformWorker } from '../../src/worker';
 import { startApi, type RunningApi } from '../../src/api/app';
-import { createLogger } from '../../src/logger';
+import { createLogger, type Logger } from '../../src/logger';
 import { connectClient } from '../../src/temporal/client';
 import { createTestWorker } from './worker';
 import { namespaceFor } from './namespaces';
@@ -42,6 +42,8 @@ export interface TestPlatformOptions {
   databaseUrl?: string;
   /** Spans of the API, the client's calls, the workflows and the activities, to this process's provider. */
   tracing?: Tracing;
+  /** Where the API and the worker log (pino at TEST_LOG_LEVEL, `warn` unless set). */
+  logger?: Logger;
 }
 
 export interface HttpAnswer<T = any> {
@@ -104,7 +106,7 @@ export class TestPlatform {
 
   async start(): Promise<this> {
     const { address, encryptionKey } = testSettings();
-    const logger = testLogger;
+    const logger = this.options.logger ?? testLogger;
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey, tracing: this.options.tracing });
     this.platformPorts = testPlatformPorts();
     this.databaseUrl = this.options.databaseUrl ?? (await testDatabaseUrl(this.options.database ?? 'sqlite', this.namespace));
