@@ -5,6 +5,7 @@ import { serializePayload, type SpaceContentUpdated } from '../src/webhooks/even
 import { MAX_RETRIES } from '../src/webhooks/schedule';
 import { barePoster, closedLoop, httpClient, openLoop, percentile, progress, until } from './load';
 import { BenchReceiver } from './receiver';
+import { noisyNeighbourScenario } from './neighbours';
 import { publicEndpointScenario } from './runtime';
 import { startEmbedded, startSplit, type Stack } from './stack';
 
@@ -43,14 +44,15 @@ async function call(stack: Stack, token: string, method: string, route: string, 
 }
 
 let tenants = 0;
-async function tenant(stack: Stack, receiver: BenchReceiver, installations: number): Promise<Tenant> {
+/** A tenant with `installations` webhook installations to `url` (the receiver's unless given, which then knows their secrets). */
+async function tenant(stack: Stack, receiver: BenchReceiver, installations: number, url = receiver.url): Promise<Tenant> {
   const org = `bench-${process.pid}-${++tenants}`;
   await call(stack, stack.adminToken, 'POST', '/v1/orgs', { id: org, subdomain: org, title: 'Bench' });
   const { token } = await call(stack, stack.adminToken, 'POST', '/v1/users', { id: `${org}-user`, orgs: [org] });
   const ids: string[] = [];
   for (let i = 0; i < installations; i++) {
-    const installation = await call(stack, token, 'POST', '/v1/integrations/webhook/installations', { target: { org, space: 'space' }, configuration: { webhook_url: receiver.url, space_content_updated: true } });
-    receiver.secrets.push((await call(stack, token, 'GET', `/v1/installations/${installation.id}/signing-secret`)).secret);
+    const installation = await call(stack, token, 'POST', '/v1/integrations/webhook/installations', { target: { org, space: 'space' }, configuration: { webhook_url: url, space_content_updated: true } });
+    if (url === receiver.url) receiver.secrets.push((await call(stack, token, 'GET', `/v1/installations/${installation.id}/signing-secret`)).secret);
     ids.push(installation.id);
   }
   return { org, token, installations: ids };
@@ -183,7 +185,7 @@ async function main(): Promise<void> {
     const failing = () => (Math.random() < 0.1 ? 500 : 200);
     receiver.reset(failing);
     const dPlatform = await throughPlatform(stack, receiver, 'd', dEvents, (task) => closedLoop(dEvents.length, 64, task));
-    const gaps = retryGaps(receiver);
+    const gaps = receiver.retryGaps();
     receiver.reset(failing);
     const dBodies = bodiesOf(dEvents, a.installations[0]!);
     const dBare = await bare(receiver, 'd', dBodies, (task) => closedLoop(dEvents.length, 64, task), MAX_RETRIES + 1);
@@ -202,6 +204,16 @@ async function main(): Promise<void> {
     };
     // (f) the public endpoint of a trivial integration.
     results.f = await publicEndpointScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.round(10_000 * SCALE));
+
+    // (g) 80 tenants whose receivers hang beside one that is served.
+    const gCounts = { retries: 0 };
+    results.g = await noisyNeighbourScenario({
+      receiver,
+      tenant: (url) => tenant(stack, receiver, 1, url),
+      ingest: (event) => ingest(stack, event, gCounts),
+      hangingTenants: Math.max(1, Math.round(80 * SCALE)),
+      seconds: Math.max(10, Math.round(60 * SCALE)),
+    });
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -245,24 +257,6 @@ async function main(): Promise<void> {
   process.stdout.write(`${report(results)}\nwritten to ${path.relative(process.cwd(), file)}\n`);
 }
 
-/** Gaps between consecutive POSTs of one event after a 500, by retry number, against DESIGN.md's ranges. */
-function retryGaps(receiver: BenchReceiver) {
-  const ranges = [[1000, 1100], [2000, 2200], [4000, 4400]] as const;
-  const byRetry: number[][] = [[], [], []];
-  for (const posts of receiver.posts.values()) {
-    for (let k = 1; k < posts.length && k <= 3; k++) if (posts[k - 1]!.status >= 500) byRetry[k - 1]!.push(posts[k]!.at - posts[k - 1]!.at);
-  }
-  return byRetry.map((gaps, k) => ({
-    retry: k + 1,
-    count: gaps.length,
-    rangeMs: ranges[k],
-    minMs: round(Math.min(...gaps)),
-    p99Ms: percentile(gaps, 99),
-    belowRange: gaps.filter((gap) => gap < ranges[k]![0]).length,
-    p99OverRangeMs: round(percentile(gaps, 99) - ranges[k]![1]),
-  }));
-}
-
 function report(r: any): string {
   const line = (label: string, value: unknown) => `  ${label.padEnd(34)} ${typeof value === 'object' ? JSON.stringify(value) : value}`;
   return [
@@ -300,6 +294,11 @@ function report(r: any): string {
     line('warm per-call overhead p50 ms', `${r.f.warmOverheadP50Ms} (target <= 5)`),
     line('isolate cold start ms', `${r.f.coldStartMs.join(', ')} (target <= 250)`),
     line('resident isolates MiB', r.f.isolateRssMiB.join(', ')),
+    `(g) ${r.g.hangingTenants} tenants whose receivers hang, ${r.g.eventsPerSPerHangingTenant} event/s each, beside a tenant at 7 events/s (embedded default)`,
+    line('its sent -> receiver p50 / p99 ms', `${r.g.beside.healthyEndToEndMs.p50} / ${r.g.beside.healthyEndToEndMs.p99} (alone ${r.g.alone.healthyEndToEndMs.p50} / ${r.g.alone.healthyEndToEndMs.p99})`),
+    ...r.g.beside.retryGaps.slice(0, 2).map((g: any, k: number) => line(`its retry ${g.retry} gaps (${g.count})`, `p50 ${g.p50Ms}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: p99 ${g.p99OverRangeMs} ms over (alone ${r.g.alone.retryGaps[k].p99OverRangeMs})`)),
+    line('its events undelivered', `${r.g.beside.undelivered} of ${r.g.beside.sent} (alone ${r.g.alone.undelivered})`),
+    line('POSTs to hanging receivers', r.g.beside.postsToHangingReceivers),
     line('invalid signatures', r.a.platform.invalidSignatures + r.b.platform.invalidSignatures + r.c.platform.invalidSignatures + r.d.platform.invalidSignatures + r.e.platform.invalidSignatures),
   ].join('\n');
 }

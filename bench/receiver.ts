@@ -1,6 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifySignature } from '../src/webhooks/signature';
+import { percentile } from './load';
+
+/** DESIGN.md's range of each retry's wait, ms. */
+const RETRY_RANGES = [[1000, 1100], [2000, 2200], [4000, 4400]] as const;
+const round = (value: number) => Math.round(value * 10) / 10;
 
 /**
  * The bench's webhook receiver on 127.0.0.1: verifies every signature, answers what the
@@ -71,6 +76,24 @@ export class BenchReceiver {
     let extra = 0;
     for (const posts of this.posts.values()) extra += Math.max(0, posts.filter((post) => post.status < 300).length - 1);
     return extra;
+  }
+
+  /** Gaps between consecutive POSTs of one event after a 5xx, by retry number, against DESIGN.md's ranges. */
+  retryGaps() {
+    const byRetry: number[][] = [[], [], []];
+    for (const posts of this.posts.values()) {
+      for (let k = 1; k < posts.length && k <= 3; k++) if (posts[k - 1]!.status >= 500) byRetry[k - 1]!.push(posts[k]!.at - posts[k - 1]!.at);
+    }
+    return byRetry.map((gaps, k) => ({
+      retry: k + 1,
+      count: gaps.length,
+      rangeMs: RETRY_RANGES[k]!,
+      minMs: round(Math.min(...gaps)),
+      p50Ms: percentile(gaps, 50),
+      p99Ms: percentile(gaps, 99),
+      belowRange: gaps.filter((gap) => gap < RETRY_RANGES[k]![0]).length,
+      p99OverRangeMs: round(percentile(gaps, 99) - RETRY_RANGES[k]![1]),
+    }));
   }
 
   stop(): void {

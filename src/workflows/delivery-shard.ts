@@ -118,7 +118,7 @@ const SUB_SECOND_GROUP_MS = 100;
  * while they wait for their time (a receiver that hangs holds 4 + 8 slots at most).
  */
 const RETRY_LANE_BATCHES = 8;
-/** Batches in flight at once; the server fails a workflow task past 2,000 pending activities. A worker has as many slots. */
+/** Batches in flight at once in one run: the server fails a workflow task past 2,000 pending activities. */
 export const MAX_BATCHES_IN_FLIGHT = 500;
 
 const ATTEMPT_BATCH: wf.ActivityOptions = {

@@ -1,0 +1,96 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SpaceContentUpdated } from '../src/webhooks/events';
+import { openLoop, percentile, progress, until } from './load';
+import type { BenchReceiver } from './receiver';
+
+/** A tenant of the bench: its organization and its installations' ids. */
+export interface BenchTenant {
+  org: string;
+  installations: string[];
+}
+
+export interface NeighbourDeps {
+  /** The receiver of the tenant watched: scripted per eventId, as the other scenarios'. */
+  receiver: BenchReceiver;
+  /** A tenant with one webhook installation to `url` (the receiver's unless given). */
+  tenant(url?: string): Promise<BenchTenant>;
+  /** POSTs one event and resolves once it is accepted (202). */
+  ingest(event: SpaceContentUpdated): Promise<unknown>;
+  /** Installations whose receivers hang, and how long each phase sends. */
+  hangingTenants: number;
+  seconds: number;
+}
+
+/** A receiver that takes each POST and never answers: every attempt to it times out (10 s). */
+async function hangingReceiver() {
+  let posts = 0;
+  const server = http.createServer((req) => {
+    posts += 1;
+    req.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    posts: () => posts,
+    stop() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** Events of one tenant whose eventIds carry `label`. */
+const eventOf = (tenant: BenchTenant, label: string, i: number): SpaceContentUpdated => ({ type: 'space_content_updated', organizationId: tenant.org, spaceId: 'space', revisionId: `rev-${i}`, eventId: `evt_${label}_${tenant.org}_${i}` });
+
+/**
+ * (g) Noisy neighbours: installations whose receivers hang must not hold back other
+ * tenants'. The tenant watched sends 5 events/s that its receiver takes at once and 2
+ * events/s that it answers 500 twice before a 200: first alone (its baseline), then
+ * beside `hangingTenants` tenants sending 1 event/s each to receivers that hang, one
+ * receiver each (as many hosts). Its delivery latency and retry gaps, in both phases.
+ */
+export async function noisyNeighbourScenario(deps: NeighbourDeps) {
+  const watched = await deps.tenant();
+  const hanging = await Promise.all(Array.from({ length: deps.hangingTenants }, () => hangingReceiver()));
+  const neighbours: BenchTenant[] = [];
+  for (const receiver of hanging) neighbours.push(await deps.tenant(receiver.url));
+  const hangingPosts = () => hanging.reduce((sum, receiver) => sum + receiver.posts(), 0);
+  // Each event of the flaky stream is answered 500 at its first two POSTs, then 200.
+  const answer = (eventId: string, n: number) => (eventId.startsWith('evt_gflaky') && n < 2 ? 500 : 200);
+
+  const phase = async (label: string, withNeighbours: boolean) => {
+    deps.receiver.reset(answer);
+    const sentAt = new Map<string, number>();
+    const send = (event: SpaceContentUpdated) => {
+      if (event.organizationId === watched.org) sentAt.set(event.eventId!, performance.now());
+      return deps.ingest(event).then(() => undefined);
+    };
+    const postsBefore = hangingPosts();
+    const stop = progress(`g ${label}`, () => `sent ${sentAt.size}, delivered ${deps.receiver.delivered().size}, POSTs to hanging receivers ${hangingPosts() - postsBefore}`);
+    await Promise.all([
+      openLoop(5, deps.seconds, (i) => send(eventOf(watched, `g${label}`, i))),
+      openLoop(2, deps.seconds, (i) => send(eventOf(watched, `gflaky${label}`, i))),
+      withNeighbours ? openLoop(neighbours.length, deps.seconds, (i) => send(eventOf(neighbours[i % neighbours.length]!, 'ghang', i))) : Promise.resolve(),
+    ]);
+    await until(() => deps.receiver.delivered().size >= sentAt.size, 60_000);
+    stop();
+    const delivered = deps.receiver.delivered();
+    const healthy = [...sentAt].filter(([id]) => !id.startsWith('evt_gflaky') && delivered.has(id)).map(([id, at]) => delivered.get(id)! - at);
+    return {
+      sent: sentAt.size,
+      undelivered: sentAt.size - delivered.size,
+      healthyEndToEndMs: { p50: percentile(healthy, 50), p99: percentile(healthy, 99) },
+      retryGaps: deps.receiver.retryGaps(),
+      ...(withNeighbours && { postsToHangingReceivers: hangingPosts() - postsBefore }),
+    };
+  };
+
+  try {
+    const alone = await phase('alone', false);
+    const beside = await phase('beside', true);
+    return { hangingTenants: deps.hangingTenants, eventsPerSPerHangingTenant: 1, seconds: deps.seconds, alone, beside };
+  } finally {
+    for (const receiver of hanging) receiver.stop();
+  }
+}
