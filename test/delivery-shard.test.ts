@@ -107,6 +107,36 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('holds a lane whose last batch timed out at every attempt (its receiver hangs) to one batch in flight, until its receiver answers', async function () {
+    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
+    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const retriedLater = (batch: (typeof batches)[number], outcome: Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome })));
+    try {
+      const items = (from: number, count: number) => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:ins_hang`, installationId: 'ins_hang' }));
+      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hanging-${worker.taskQueue}`, args: [{ shard: 0, entries: items(0, 100).map((item) => ({ ...item, attempt: 1, dueAt: 0 })) }] });
+      const inFlight = async () => (await handle.describe()).raw.pendingActivities?.length ?? 0;
+      await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first batch');
+      retriedLater(batches[0]!, { error: 'timeout' });
+      await waitFor(async () => ((await inFlight()) === 0 ? true : undefined), 10_000, 'the first batch to end');
+
+      await handle.signal(handOverSignal, items(100, 400));
+      await waitFor(async () => (batches.length >= 2 ? true : undefined), 10_000, 'the next batch');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.equal(batches.length, 2, 'one batch, not four');
+      assert.equal(await inFlight(), 1);
+
+      // An answer, even a 500, says the receiver is there: four full batches at once again.
+      retriedLater(batches[1]!, { statusCode: 500 });
+      await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'three batches beside each other');
+      assert.deepEqual(batches.slice(2).map((batch) => batch.entries.length), [100, 100, 100]);
+      assert.equal(await inFlight(), 3);
+      await handle.terminate('test over');
+    } finally {
+      for (const batch of batches) batch.end([]);
+      await worker.stop();
+    }
+  });
+
   it('takes hand-overs for its epoch, then completes once what it took is final (a retry due after the epoch keeps it open); a late hand-over starts it again', async function () {
     const attempts: string[] = [];
     const worker = await standIn(async (input) => {

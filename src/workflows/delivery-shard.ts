@@ -182,6 +182,22 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const isRetryLane = (lane: string) => lane.endsWith('/retry');
   /** Batches in flight per lane. */
   const laneFlights = new Map<string, number>();
+  // Runs started before receivers that hang were held to one batch a lane replay as they ran.
+  const holdsHanging = wf.patched('hanging-one-batch');
+  /**
+   * Lanes whose last batch had every attempt time out: their receiver hangs, and each batch
+   * holds a worker slot, and a place among the run's batches in flight, for the whole
+   * attempt timeout. They get one batch in flight (what falls due meanwhile waits for it
+   * and goes in the next), so that receivers that hang cannot take the places other
+   * installations' attempts need. One answer from the receiver, whatever its status, lifts it.
+   */
+  const hanging = new Set<string>();
+  const noteHanging = (lane: string, results: AttemptBatchResult[]) => {
+    const attempted = results.filter((result) => result.statusCode !== undefined || result.error !== undefined);
+    if (!holdsHanging || attempted.length === 0) return;
+    if (attempted.every((result) => result.error === 'timeout')) hanging.add(lane);
+    else hanging.delete(lane);
+  };
   let handOvers = 0;
   let changed = false;
 
@@ -246,6 +262,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     try {
       const attemptBatch = apart && isRetryLane(lane) ? attemptRetries : activities.attemptDeliveries;
       const results = await attemptBatch({ workflowId, runId, entries: entries.map(({ id, attempt, trace, notBefore, clock }) => ({ id, attempt, ...(trace && { trace }), ...(notBefore !== undefined && { notBefore, clock }) })) });
+      noteHanging(lane, results);
       settle(entries, results);
     } catch (err) {
       // The platform could not attempt them (its retries spent): a final, replayable state.
@@ -319,7 +336,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
         // Another batch beside those in flight: a full one (up to LANE_BATCHES), or led retries
         // when due, beside batches of the lane still waiting for their time.
         const mayAddBatch = led && isRetryLane(lane) ? inFlight < RETRY_LANE_BATCHES : entries.length >= BATCH && inFlight < LANE_BATCHES;
-        if (inFlight && (!pipelined || !mayAddBatch)) continue;
+        if (inFlight && (!pipelined || !mayAddBatch || hanging.has(lane))) continue;
         const batch = entries.splice(0, BATCH);
         if (entries.length === 0 || lanes) ready.delete(lane);
         // What is left goes to the back (visited again below): under the cap, lanes take turns.
