@@ -115,7 +115,7 @@ const SUB_SECOND_LEAD_MS = 300;
 const SUB_SECOND_GROUP_MS = 100;
 /**
  * Batches in flight per retry lane, partial ones included: with the lead, several overlap
- * while they wait for their time (a receiver that hangs holds 4 + 8 slots at most).
+ * while they wait for their time (a receiver that hangs, 1 once a batch of it has timed out throughout).
  */
 const RETRY_LANE_BATCHES = 8;
 /** Batches in flight at once in one run: the server fails a workflow task past 2,000 pending activities. */
