@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { TestPlatform, waitFor } from './support/platform';
 import { install, publishExample, startWithForwarding } from './support/examples';
 import { ScriptedReceiver } from './support/receiver';
@@ -52,6 +53,22 @@ describe('the integration runtime: public endpoint, components, API binding, egr
         const seen = (await (await fetch(`${echo.urls.publicEndpoint}${tail}`)).json()) as { url: string };
         assert.equal(seen.url, `${echo.urls.publicEndpoint}${tail}`, tail);
       }
+    });
+
+    it('gives the code header values as the Fetch standard has them: each byte one character (UTF-8 café arrives as cafÃ©)', async function () {
+      const name = await publishExample(platform, tenant, 'webhook-receiver', {
+        edit: (manifest, script) => [manifest, script.replace("if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });", "if (request.method === 'GET') return Response.json({ name: request.headers.get('x-name') });")],
+      });
+      const echo = await install(platform, tenant, name, { forward_url: forwarded.url });
+      // Node writes a header string's characters as bytes: these are the UTF-8 bytes of "café".
+      const utf8Bytes = Buffer.from('café', 'utf8').toString('latin1');
+      const seen = await new Promise<string>((resolve, reject) => {
+        http.get(echo.urls.publicEndpoint, { headers: { 'x-name': utf8Bytes } }, (response) => {
+          let body = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve(JSON.parse(body).name));
+        }).on('error', reject);
+      });
+      assert.deepEqual([...seen].map((char) => char.charCodeAt(0)), [...Buffer.from('café', 'utf8')]);
     });
 
     it('builds the environment itself: a caller’s environment part changes nothing', async function () {
