@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const address = config.temporalAddress ?? devServer!.address;
   const settings = { address, namespace: config.temporalNamespace, encryptionKey, tracing };
   const client = await connectClient(settings);
-  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl });
+  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl, logger });
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
   const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, stores, runtime, baseUrl: config.baseUrl, deliveryShards: config.deliveryShards, webhookGuard: webhooks, retentionDays: config.retentionDays, logger });

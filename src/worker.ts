@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
     tracing,
   };
-  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl });
+  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger });
   const client = await connectClient(settings);
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
   const worker = await createWorker({

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
+import pino from 'pino';
 import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
 import { quarantineCrossTenantDeliveries } from '../src/delivery-log/migrations';
 import type { NewDelivery, NewEvent, PageCursor } from '../src/delivery-log/types';
 import { testDatabaseUrl } from './support/settings';
+import { waitFor } from './support/platform';
 
 const run = { workflowId: 'delivery-shard/0', runId: 'run-1' };
 
@@ -242,6 +244,28 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(await stores.log.quarantined(), 2);
       assert.deepEqual(await stores.log.absent(['evt_leaked:ins_b1:replay-1', 'evt_never']), ['evt_never'], 'a shard holding a quarantined one is not told it was lost');
     });
+
+    if (kind === 'postgres') {
+      it('lives through the server ending its idle connections (a restart, a failover): it says so, and the next query opens another', async function () {
+        const warnings: string[] = [];
+        const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+        const url = await testDatabaseUrl(kind, 'idle_ended');
+        const own = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', logger });
+        try {
+          await own.log.recordEvents([event('evt_before', ['ins_1'])]);
+          const database = new URL(url).pathname.slice(1);
+          // Another session ends every connection of the log's, as a restarting server does.
+          const ended = await sql<{ ended: boolean }>`SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`.execute(stores.log.db);
+          assert.ok(ended.rows.length > 0 && ended.rows.every((row) => row.ended));
+          await waitFor(async () => (warnings.some((msg) => msg.includes('PostgreSQL ended an idle connection')) ? true : undefined), 5000, 'the warning');
+          await own.log.recordEvents([event('evt_after', ['ins_1'])]);
+          assert.ok(await own.log.get('evt_before:ins_1'));
+          assert.ok(await own.log.get('evt_after:ins_1'));
+        } finally {
+          await own.close();
+        }
+      });
+    }
 
     it('migrates at every start without harm, from several processes at once', async function () {
       const url = await testDatabaseUrl(kind, `migrate_${kind}`);

@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from
 import pg from 'pg';
 import { migrate } from './migrations';
 import type { Schema } from './schema';
+import type { Logger } from '../logger';
 
 export type LogDialect = 'sqlite' | 'postgres';
 
@@ -49,10 +50,14 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfi
  * Opens the delivery log named by PLATFORM_DATABASE_URL (`postgres://…`, or `sqlite:<file>`
  * on the embedded default) and brings its schema up to date.
  */
-export async function openLogDatabase(url: string): Promise<LogDatabase> {
+export async function openLogDatabase(url: string, logger?: Logger): Promise<LogDatabase> {
   let database: LogDatabase;
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes });
+    // The server ending an idle connection (a restart, a failover, a proxy's idle timeout) is
+    // an 'error' of the pool, which ends the process if nothing listens. The pool drops that
+    // connection, and the next query opens another.
+    pool.on('error', (err) => logger?.warn({ err: err.message }, 'delivery log: PostgreSQL ended an idle connection; the next query opens another'));
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     database = { db, dialect: 'postgres', close: () => db.destroy() };
   } else {

@@ -3,6 +3,7 @@ import { openLogDatabase } from './database';
 import { DeliveryLog } from './delivery-log';
 import { InstallationIndex } from './installation-index';
 import { trackPendingRetries } from '../metrics';
+import type { Logger } from '../logger';
 
 export interface DeliveryLogOptions {
   /** PLATFORM_DATABASE_URL: `postgres://…` or `sqlite:<file>`. */
@@ -11,6 +12,8 @@ export interface DeliveryLogOptions {
   /** PLATFORM_TEMPORAL_UI_URL: delivery records link to the shard run in it. */
   temporalUiUrl?: string;
   namespace: string;
+  /** Where the database's connection trouble is said. */
+  logger?: Logger;
 }
 
 export interface DeliveryLogStores {
@@ -21,7 +24,7 @@ export interface DeliveryLogStores {
 
 /** The delivery log and the installations' read model, on one database, migrated. */
 export async function openDeliveryLog(options: DeliveryLogOptions): Promise<DeliveryLogStores> {
-  const database = await openLogDatabase(options.url);
+  const database = await openLogDatabase(options.url, options.logger);
   const encryption = new Encryption(options.encryptionKey);
   const ui = options.temporalUiUrl?.replace(/\/+$/, '');
   const workflowUrl = (workflowId: string, runId: string) => (ui ? `${ui}/namespaces/${encodeURIComponent(options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history` : undefined);
