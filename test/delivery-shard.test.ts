@@ -107,29 +107,29 @@ describe('the delivery shard workflow', function () {
     }
   });
 
-  it('holds a lane whose last batch timed out at every attempt (its receiver hangs) to one batch in flight, until its receiver answers', async function () {
+  it('holds a retry lane whose last batch timed out at every attempt (its receiver hangs) to one partial batch in flight, full ones beside it, until its receiver answers', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const retriedLater = (batch: (typeof batches)[number], outcome: Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome })));
+    const answered = (batch: (typeof batches)[number], outcome: Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome })));
+    const sizes = () => batches.map((batch) => batch.entries.length);
     try {
-      const items = (from: number, count: number) => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:ins_hang`, installationId: 'ins_hang' }));
-      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hanging-${worker.taskQueue}`, args: [{ shard: 0, entries: items(0, 100).map((item) => ({ ...item, attempt: 1, dueAt: 0 })) }] });
-      const inFlight = async () => (await handle.describe()).raw.pendingActivities?.length ?? 0;
-      await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first batch');
-      retriedLater(batches[0]!, { error: 'timeout' });
-      await waitFor(async () => ((await inFlight()) === 0 ? true : undefined), 10_000, 'the first batch to end');
-
-      await handle.signal(handOverSignal, items(100, 400));
-      await waitFor(async () => (batches.length >= 2 ? true : undefined), 10_000, 'the next batch');
+      const start = Date.now();
+      // Retries of one installation: one due now, 5 due in 1.5 s, and 105 in 3.5 s.
+      const retries = (from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:ins_hang`, installationId: 'ins_hang', attempt: 2, dueAt }));
+      const entries = [...retries(0, 1, 0), ...retries(1, 5, start + 1500), ...retries(6, 105, start + 3500)];
+      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hanging-${worker.taskQueue}`, args: [{ shard: 0, entries }] });
+      await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first retry');
+      answered(batches[0]!, { error: 'timeout' });
+      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'the 5 due next');
+      // The 105 fall due while the 5 are in flight: a full batch goes beside them, the other 5 wait.
+      await waitFor(async () => (batches.length >= 3 ? true : undefined), 10_000, 'the full batch');
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      assert.equal(batches.length, 2, 'one batch, not four');
-      assert.equal(await inFlight(), 1);
-
-      // An answer, even a 500, says the receiver is there: four full batches at once again.
-      retriedLater(batches[1]!, { statusCode: 500 });
-      await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'three batches beside each other');
-      assert.deepEqual(batches.slice(2).map((batch) => batch.entries.length), [100, 100, 100]);
-      assert.equal(await inFlight(), 3);
+      assert.deepEqual(sizes(), [1, 5, 100], 'no second partial batch while the receiver hangs');
+      // An answer, even a 500, says the receiver is there: the 5 left go beside the full batch.
+      answered(batches[1]!, { statusCode: 500 });
+      await waitFor(async () => (batches.length === 4 ? true : undefined), 10_000, 'the 5 left');
+      assert.deepEqual(sizes(), [1, 5, 100, 5]);
+      assert.equal((await handle.describe()).raw.pendingActivities?.length, 2, 'the full batch and the 5, side by side');
       await handle.terminate('test over');
     } finally {
       for (const batch of batches) batch.end([]);

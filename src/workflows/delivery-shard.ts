@@ -115,7 +115,7 @@ const SUB_SECOND_LEAD_MS = 300;
 const SUB_SECOND_GROUP_MS = 100;
 /**
  * Batches in flight per retry lane, partial ones included: with the lead, several overlap
- * while they wait for their time (a receiver that hangs, 1 once a batch of it has timed out throughout).
+ * while they wait for their time (a receiver that hangs: one partial one, once a batch of it timed out throughout).
  */
 const RETRY_LANE_BATCHES = 8;
 /** Batches in flight at once in one run: the server fails a workflow task past 2,000 pending activities. */
@@ -182,13 +182,15 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const isRetryLane = (lane: string) => lane.endsWith('/retry');
   /** Batches in flight per lane. */
   const laneFlights = new Map<string, number>();
-  // Runs started before receivers that hang were held to one batch a lane replay as they ran.
-  const holdsHanging = wf.patched('hanging-one-batch');
+  // Runs started before lanes whose receivers hang were held to one partial batch replay as they ran.
+  const holdsHanging = wf.patched('hanging-lane-partial-batches');
   /**
    * Lanes whose last batch had every attempt time out: their receiver hangs, and each batch
    * holds a worker slot, and a place among the run's batches in flight, for the whole
-   * attempt timeout. They get one batch in flight (what falls due meanwhile waits for it
-   * and goes in the next), so that receivers that hang cannot take the places other
+   * attempt timeout. Such a retry lane starts a partial batch only when none is in flight,
+   * as a first-attempt lane always does (what falls due meanwhile goes in the next); full
+   * ones still go side by side, so a busy installation keeps its pace. Receivers that hang
+   * at a trickle of events, each retry its own small batch, cannot take the places other
    * installations' attempts need. One answer from the receiver, whatever its status, lifts it.
    */
   const hanging = new Set<string>();
@@ -336,7 +338,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
         // Another batch beside those in flight: a full one (up to LANE_BATCHES), or led retries
         // when due, beside batches of the lane still waiting for their time.
         const mayAddBatch = led && isRetryLane(lane) ? inFlight < RETRY_LANE_BATCHES : entries.length >= BATCH && inFlight < LANE_BATCHES;
-        if (inFlight && (!pipelined || !mayAddBatch || hanging.has(lane))) continue;
+        if (inFlight && (!pipelined || !mayAddBatch || (hanging.has(lane) && entries.length < BATCH))) continue;
         const batch = entries.splice(0, BATCH);
         if (entries.length === 0 || lanes) ready.delete(lane);
         // What is left goes to the back (visited again below): under the cap, lanes take turns.
