@@ -151,6 +151,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       {
         url: target.url!,
         body: delivery.body,
+        pool: target.id,
         // The attempt's traceparent when tracing: a receiver that traces continues the event's trace.
         headers: injectTraceHeaders({
           'Content-Type': 'application/json',

@@ -13,6 +13,8 @@ export interface HttpAttempt {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** Whose attempt (an installation): its sockets to a host are its own (see createAgents). */
+  pool?: string;
 }
 
 export interface HttpAttemptOptions {
@@ -21,8 +23,28 @@ export interface HttpAttemptOptions {
   agents: { http: http.Agent; https: https.Agent };
 }
 
-export function createAgents(): HttpAttemptOptions['agents'] {
-  return { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
+/** Request options that name the pool an attempt's socket comes from. */
+type Pooled<Options> = Options & { pool?: string };
+const poolName = (hostName: string, pool: string | undefined) => (pool ? `${hostName}:${pool}` : hostName);
+
+/**
+ * Keep-alive agents whose pools are per host and per installation, `maxSockets` each: on a
+ * host many installations share (a SaaS's webhook host), one whose URL hangs holds only
+ * its own sockets, and another's requests never wait behind them in the pool until their
+ * attempt's timeout ends them unsent.
+ */
+export function createAgents(maxSockets = 256): HttpAttemptOptions['agents'] {
+  class HttpAgent extends http.Agent {
+    override getName(options?: Pooled<http.ClientRequestArgs>): string {
+      return poolName(super.getName(options), options?.pool);
+    }
+  }
+  class HttpsAgent extends https.Agent {
+    override getName(options?: Pooled<https.RequestOptions>): string {
+      return poolName(super.getName(options), options?.pool);
+    }
+  }
+  return { http: new HttpAgent({ keepAlive: true, maxSockets }), https: new HttpsAgent({ keepAlive: true, maxSockets }) };
 }
 
 /**
@@ -42,12 +64,14 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
   }
   return new Promise<AttemptResult>((resolve) => {
     const client = url.protocol === 'https:' ? https : http;
-    const request = client.request(url, {
+    const requestOptions: Pooled<https.RequestOptions> = {
       method: 'POST',
       headers: { ...attempt.headers, 'Content-Length': Buffer.byteLength(attempt.body).toString() },
       agent: url.protocol === 'https:' ? options.agents.https : options.agents.http,
       lookup: options.guard.lookup(portOf(url)),
-    });
+      pool: attempt.pool,
+    };
+    const request = client.request(url, requestOptions);
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error('no response within the attempt timeout'), { code: 'ETIMEDOUT' })), options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
     const settle = (result: AttemptResult) => {
       clearTimeout(deadline);

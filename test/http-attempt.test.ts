@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { createAgents, postOnce } from '../src/activities/http-attempt';
+import { webhookGuard } from '../src/net/guards';
+import { ScriptedReceiver } from './support/receiver';
+import { testPlatformPorts } from './support/settings';
+
+describe('one webhook POST (the attempt batches’ client)', function () {
+  it('gives each installation sockets of its own on a shared host: one whose URL hangs does not make another’s requests wait until they time out unsent', async function () {
+    // One host, as a SaaS's webhook host is for many installations: /hang never answers.
+    const receiver = await new ScriptedReceiver((_n, request) => (request.url.endsWith('/hang') ? { status: 200, delayMs: 60_000 } : { status: 200 })).start();
+    const agents = createAgents(2);
+    const options = { guard: webhookGuard(true, testPlatformPorts()), agents, timeoutMs: 3000 };
+    try {
+      // Installation A's URL hangs, and its attempts take every socket its pool may have.
+      const hanging = [1, 2, 3].map(() => postOnce({ url: `${receiver.url}/hang`, headers: {}, body: '{}', pool: 'ins_a' }, options));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = Date.now();
+      const other = await postOnce({ url: `${receiver.url}/ok`, headers: {}, body: '{}', pool: 'ins_b' }, options);
+      assert.equal(other.statusCode, 200, JSON.stringify(other));
+      assert.ok(Date.now() - started < 1000, `installation B waited ${Date.now() - started} ms`);
+      assert.deepEqual((await Promise.all(hanging)).map((outcome) => outcome.error), ['timeout', 'timeout', 'timeout']);
+      assert.equal(receiver.requests.filter((request) => request.url.endsWith('/hang')).length, 2, 'A’s third waited in its own pool, unsent');
+    } finally {
+      agents.http.destroy();
+      await receiver.stop();
+    }
+  });
+});
