@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { TestPlatform, spaceEvent } from './support/platform';
+import pg from 'pg';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
 describe('the platform on PostgreSQL', function () {
@@ -38,5 +39,30 @@ describe('the platform on PostgreSQL', function () {
     // The installation still answers and changes.
     assert.equal((await platform.http('POST', `/v1/installations/${hook.id}/pause`, { token: tenant.token })).status, 200);
     assert.equal((await platform.http('DELETE', `/v1/installations/${hook.id}`, { token: tenant.token })).status, 204);
+  });
+
+  it('answers 503 with Retry-After, not 500, when PostgreSQL ends the connection of a query in flight (a restart, a failover), and serves the next request', async function () {
+    const tenant = await platform.tenant();
+    const admin = new pg.Client({ connectionString: platform.databaseUrl });
+    await admin.connect();
+    try {
+      // The list waits behind a lock, so that its connection can be ended while its query runs.
+      await admin.query('BEGIN');
+      await admin.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
+      const listing = platform.http('GET', '/v1/deliveries', { token: tenant.token });
+      const waiting = await waitFor(async () => {
+        const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+        return rows.length ? rows : undefined;
+      }, 10_000, 'the list to wait for the lock');
+      for (const { pid } of waiting) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await admin.query('ROLLBACK');
+      const answer = await listing;
+      assert.equal(answer.status, 503, JSON.stringify(answer.body));
+      assert.equal(answer.headers.get('retry-after'), '1');
+      assert.equal(answer.body.error, 'unavailable');
+      assert.equal((await platform.http('GET', '/v1/deliveries', { token: tenant.token })).status, 200);
+    } finally {
+      await admin.end();
+    }
   });
 });

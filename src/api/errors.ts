@@ -5,6 +5,7 @@ import type { FieldIssue } from '../integrations/configuration';
 import { FailureType } from '../workflows/errors';
 import type { Logger } from '../logger';
 import { ShardBusyError } from '../ingest/shard-client';
+import { isDatabaseUnavailable } from '../delivery-log/database';
 
 /** An error whose message the client may see (DESIGN.md §4 body); anything else is a plain 500. */
 export class ApiError extends Error {
@@ -88,7 +89,7 @@ export function errorMiddleware(logger: Logger) {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw notFound(`route ${ctx.method} ${ctx.path}`);
     } catch (raw) {
-      const err = fromTemporal(raw) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
+      const err = (isDatabaseUnavailable(raw) ? unavailable('the delivery log is unavailable for a moment; try again shortly', raw) : fromTemporal(raw)) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
       // 502-504: a dependency, said by the platform.
       const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || (err instanceof ApiError && GATEWAY_STATUSES.includes(err.status))) ? err.status : 500;
       if (status === 503) {

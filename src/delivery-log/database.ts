@@ -20,6 +20,18 @@ const pgTypes = {
   getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')),
 };
 
+/**
+ * Whether an error says the log's database cannot serve for a moment (PostgreSQL ending
+ * or refusing connections: a restart, a failover, too many clients; SQLite locked past its
+ * busy timeout): the request may be retried as it is, so 503, not 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  // SQLSTATE class 08 (connection exception), 57P01-03 (shutdown, crash, starting), 53300 (too many connections).
+  if (typeof code === 'string' && /^(08...|57P0[1-3]|53300|SQLITE_BUSY.*|SQLITE_LOCKED.*)$/.test(code)) return true;
+  return err instanceof Error && err.message.startsWith('Connection terminated');
+}
+
 /** Distinct SQL texts kept prepared; lists of varying length make new texts, the oldest go. */
 const STATEMENT_CACHE_SIZE = 256;
 
