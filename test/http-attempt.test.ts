@@ -16,10 +16,12 @@ describe('one webhook POST (the attempt batches’ client)', function () {
       await new Promise((resolve) => setTimeout(resolve, 200));
       const started = Date.now();
       const other = await postOnce({ url: `${receiver.url}/ok`, headers: {}, body: '{}', pool: 'ins_b' }, options);
+      const hangsSent = receiver.requests.filter((request) => request.url.endsWith('/hang')).length;
       assert.equal(other.statusCode, 200, JSON.stringify(other));
       assert.ok(Date.now() - started < 1000, `installation B waited ${Date.now() - started} ms`);
       assert.deepEqual((await Promise.all(hanging)).map((outcome) => outcome.error), ['timeout', 'timeout', 'timeout']);
-      assert.equal(receiver.requests.filter((request) => request.url.endsWith('/hang')).length, 2, 'A’s third waited in its own pool, unsent');
+      // Once A's first two time out, its third may take a freed socket just before its own timeout.
+      assert.equal(hangsSent, 2, 'while B was answered, A’s third waited in its own pool, unsent');
     } finally {
       agents.http.destroy();
       await receiver.stop();
