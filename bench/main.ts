@@ -207,13 +207,14 @@ async function main(): Promise<void> {
 
     // (g) 80 tenants whose receivers hang beside one that is served.
     const gCounts = { retries: 0 };
-    results.g = await noisyNeighbourScenario({
+    const g = await noisyNeighbourScenario({
       receiver,
       tenant: (url) => tenant(stack, receiver, 1, url),
       ingest: (event) => ingest(stack, event, gCounts),
       hangingTenants: Math.max(1, Math.round(80 * SCALE)),
       seconds: Math.max(10, Math.round(60 * SCALE)),
     });
+    results.g = { ...g, ingestRetries: gCounts.retries };
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -298,7 +299,7 @@ function report(r: any): string {
     line('its sent -> receiver p50 / p99 ms', `${r.g.beside.healthyEndToEndMs.p50} / ${r.g.beside.healthyEndToEndMs.p99} (alone ${r.g.alone.healthyEndToEndMs.p50} / ${r.g.alone.healthyEndToEndMs.p99})`),
     ...r.g.beside.retryGaps.slice(0, 2).map((g: any, k: number) => line(`its retry ${g.retry} gaps (${g.count})`, `p50 ${g.p50Ms}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: p99 ${g.p99OverRangeMs} ms over (alone ${r.g.alone.retryGaps[k].p99OverRangeMs})`)),
     line('its events undelivered', `${r.g.beside.undelivered} of ${r.g.beside.sent} (alone ${r.g.alone.undelivered})`),
-    line('POSTs to hanging receivers', r.g.beside.postsToHangingReceivers),
+    line('POSTs to hanging receivers', `${r.g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${r.g.ingestRetries}`),
     line('invalid signatures', r.a.platform.invalidSignatures + r.b.platform.invalidSignatures + r.c.platform.invalidSignatures + r.d.platform.invalidSignatures + r.e.platform.invalidSignatures),
   ].join('\n');
 }

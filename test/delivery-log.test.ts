@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import pino from 'pino';
+import SqliteDatabase from 'better-sqlite3';
+import { isDatabaseUnavailable } from '../src/delivery-log/database';
 import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
 import { quarantineCrossTenantDeliveries } from '../src/delivery-log/migrations';
 import type { NewDelivery, NewEvent, PageCursor } from '../src/delivery-log/types';
@@ -244,6 +246,21 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(await stores.log.quarantined(), 2);
       assert.deepEqual(await stores.log.absent(['evt_leaked:ins_b1:replay-1', 'evt_never']), ['evt_never'], 'a shard holding a quarantined one is not told it was lost');
     });
+
+    if (kind === 'sqlite') {
+      it('takes a write locked out past the busy timeout for the database away for a moment (503), and a broken statement for no such thing', async function () {
+        const file = (await testDatabaseUrl(kind, 'busy')).replace(/^sqlite:/, '');
+        const [holder, writer] = [new SqliteDatabase(file), new SqliteDatabase(file, { timeout: 0 })];
+        try {
+          holder.exec('CREATE TABLE t (x); BEGIN EXCLUSIVE; INSERT INTO t VALUES (1)');
+          assert.throws(() => writer.exec('INSERT INTO t VALUES (2)'), (err: { code?: string }) => err.code === 'SQLITE_BUSY' && isDatabaseUnavailable(err));
+          assert.throws(() => holder.exec('INSERT INTO nowhere VALUES (1)'), (err: { code?: string }) => err.code === 'SQLITE_ERROR' && !isDatabaseUnavailable(err));
+        } finally {
+          holder.close();
+          writer.close();
+        }
+      });
+    }
 
     if (kind === 'postgres') {
       it('lives through the server ending its idle connections (a restart, a failover): it says so, and the next query opens another', async function () {

@@ -185,7 +185,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   // Runs started before lanes whose receivers hang were held to one partial batch replay as they ran.
   const holdsHanging = wf.patched('hanging-lane-partial-batches');
   /**
-   * Lanes whose last batch had every attempt time out: their receiver hangs, and each batch
+   * Retry lanes whose last batch had every attempt time out: their receiver hangs, and each batch
    * holds a worker slot, and a place among the run's batches in flight, for the whole
    * attempt timeout. Such a retry lane starts a partial batch only when none is in flight,
    * as a first-attempt lane always does (what falls due meanwhile goes in the next); full
@@ -195,8 +195,10 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
    */
   const hanging = new Set<string>();
   const noteHanging = (lane: string, results: AttemptBatchResult[]) => {
+    // A first-attempt lane starts partial batches one at a time anyway.
+    if (!holdsHanging || !isRetryLane(lane)) return;
     const attempted = results.filter((result) => result.statusCode !== undefined || result.error !== undefined);
-    if (!holdsHanging || attempted.length === 0) return;
+    if (attempted.length === 0) return;
     if (attempted.every((result) => result.error === 'timeout')) hanging.add(lane);
     else hanging.delete(lane);
   };
