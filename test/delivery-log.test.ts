@@ -263,6 +263,28 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     }
 
     if (kind === 'postgres') {
+      it('lives through the server ending a connection a transaction holds: the transaction fails, the process does not', async function () {
+        const url = await testDatabaseUrl(kind, 'held_ended');
+        const own = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+        try {
+          const failed = await own.log.db
+            .transaction()
+            .execute(async (trx) => {
+              const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx);
+              await sql`SELECT pg_terminate_backend(${rows[0]!.pid})`.execute(stores.log.db);
+              // The connection ends while the transaction still holds it.
+              await new Promise((resolve) => setTimeout(resolve, 300));
+              await sql`SELECT 1`.execute(trx);
+            })
+            .then(() => false, () => true);
+          assert.ok(failed, 'the transaction on an ended connection fails');
+          await own.log.recordEvents([event('evt_after_held', ['ins_1'])]);
+          assert.ok(await own.log.get('evt_after_held:ins_1'));
+        } finally {
+          await own.close();
+        }
+      });
+
       it('lives through the server ending its idle connections (a restart, a failover): it says so, and the next query opens another', async function () {
         const warnings: string[] = [];
         const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
@@ -274,7 +296,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           // Another session ends every connection of the log's, as a restarting server does.
           const ended = await sql<{ ended: boolean }>`SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`.execute(stores.log.db);
           assert.ok(ended.rows.length > 0 && ended.rows.every((row) => row.ended));
-          await waitFor(async () => (warnings.some((msg) => msg.includes('PostgreSQL ended an idle connection')) ? true : undefined), 5000, 'the warning');
+          await waitFor(async () => (warnings.some((msg) => msg.includes('PostgreSQL ended a connection')) ? true : undefined), 5000, 'the warning');
           await own.log.recordEvents([event('evt_after', ['ins_1'])]);
           assert.ok(await own.log.get('evt_before:ins_1'));
           assert.ok(await own.log.get('evt_after:ins_1'));

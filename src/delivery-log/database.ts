@@ -66,10 +66,13 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
   let database: LogDatabase;
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes });
-    // The server ending an idle connection (a restart, a failover, a proxy's idle timeout) is
-    // an 'error' of the pool, which ends the process if nothing listens. The pool drops that
-    // connection, and the next query opens another.
-    pool.on('error', (err) => logger?.warn({ err: err.message }, 'delivery log: PostgreSQL ended an idle connection; the next query opens another'));
+    // The server ending a connection (a restart, a failover, a proxy's idle timeout) is an
+    // 'error' of it, which ends the process if nothing listens: the pool listens only while
+    // it is idle (then drops it, and says so as its own 'error'), not while a query holds it
+    // (the query fails: 503 at the API). So each connection is heard for its whole life.
+    pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err: err.message }, 'delivery log: PostgreSQL ended a connection; the next query opens another')));
+    pool.on('error', () => undefined); // said by the connection's own listener
+
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     database = { db, dialect: 'postgres', close: () => db.destroy() };
   } else {
