@@ -21,11 +21,30 @@ const pgTypes = {
 };
 
 /**
- * Whether an error says the log's database cannot serve for a moment (PostgreSQL ending
- * or refusing connections: a restart, a failover, too many clients; SQLite locked past its
- * busy timeout): the request may be retried as it is, so 503, not 500.
+ * No connection to PostgreSQL could be had: refused, unreachable, not resolved, or none
+ * opened or freed within CONNECT_TIMEOUT_MS. The socket's error alone (ECONNREFUSED…) does
+ * not say which dependency it came from; this does.
+ */
+export class DatabaseUnreachableError extends Error {
+  constructor(cause: unknown) {
+    super(`the delivery log's database cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/**
+ * How long a query waits for a connection, opened or freed, before it fails: a server that
+ * drops packets (a partition, a host gone) would otherwise hold each request until its
+ * client gave up. A wait for a free connection counts too: it is kept far above a query's time.
+ */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * Whether an error says the log's database cannot serve for a moment (PostgreSQL ending,
+ * refusing or not answering connections: a restart, a failover, too many clients; SQLite
+ * locked past its busy timeout): the request may be retried as it is, so 503, not 500.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof DatabaseUnreachableError) return true;
   const code = (err as { code?: unknown } | null)?.code;
   // SQLSTATE class 08 (connection exception), 57P01-03 (shutdown, crash, starting), 53300 (too many connections).
   if (typeof code === 'string' && /^(08...|57P0[1-3]|53300|SQLITE_BUSY.*|SQLITE_LOCKED.*)$/.test(code)) return true;
@@ -65,7 +84,7 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfi
 export async function openLogDatabase(url: string, logger?: Logger): Promise<LogDatabase> {
   let database: LogDatabase;
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes });
+    const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // The server ending a connection (a restart, a failover, a proxy's idle timeout) is an
     // 'error' of it, which ends the process if nothing listens: the pool listens only while
     // it is idle (then drops it, and says so as its own 'error'), not while a query holds it
@@ -73,7 +92,8 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err: err.message }, 'delivery log: PostgreSQL ended a connection; the next query opens another')));
     pool.on('error', () => undefined); // said by the connection's own listener
 
-    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    const connect = () => pool.connect().catch((err: unknown) => Promise.reject(new DatabaseUnreachableError(err)));
+    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: { connect, end: () => pool.end() } }) });
     database = { db, dialect: 'postgres', close: () => db.destroy() };
   } else {
     const file = url.replace(/^sqlite:/, '');
