@@ -199,7 +199,11 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
   }
 
   return async function attemptDeliveries(input: AttemptBatchInput): Promise<AttemptBatchResult[]> {
-    const heartbeat = setInterval(() => Context.current().heartbeat(), 1000);
+    // Every half of the heartbeat timeout (the shard's is 5 s), no more often: each heartbeat
+    // the SDK sends is a write of the server. A batch waiting for its retries' time (2 s at
+    // most) sends none; one whose receiver hangs for the 10 s attempt timeout sends two.
+    const { heartbeatTimeoutMs } = Context.current().info;
+    const heartbeat = heartbeatTimeoutMs ? setInterval(() => Context.current().heartbeat(), heartbeatTimeoutMs / 2) : undefined;
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
