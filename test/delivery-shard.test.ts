@@ -137,6 +137,37 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('still holds such a retry lane after it continues as new, carrying that its receiver hangs', async function () {
+    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
+    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const answered = (batch: (typeof batches)[number], outcome: Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome })));
+    const hangingBatches = () => batches.filter((batch) => batch.entries[0]!.id.endsWith(':ins_hang')).map((batch) => batch.entries.length);
+    try {
+      const start = Date.now();
+      const retries = (from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:ins_hang`, installationId: 'ins_hang', attempt: 2, dueAt }));
+      // One retry due now; 5 due in 4 s and 5 more in 6 s, after the run has continued as new.
+      const input: ShardInput = { shard: 0, epochEndsAt: start + 60_000, handOversPerRun: 1, entries: [...retries(0, 1, 0), ...retries(1, 5, start + 4000), ...retries(6, 5, start + 6000)] };
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hanging-carried-${worker.taskQueue}`, args: [input] });
+      await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first retry');
+      answered(batches[0]!, { error: 'timeout' });
+      const firstRun = (await handle.describe()).runId;
+      // Its one hand-over per run taken, the run continues as new with the 10 retries waiting.
+      await handle.signal(handOverSignal, [{ id: 'evt_x:ins_other', installationId: 'ins_other' }]);
+      await waitFor(async () => ((await handle.describe()).runId !== firstRun ? true : undefined), 10_000, 'the run to continue as new');
+      await waitFor(async () => (hangingBatches().length === 2 ? true : undefined), 10_000, 'the 5 due first');
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, start + 8000 - Date.now())));
+      assert.deepEqual(hangingBatches(), [1, 5], 'the 5 due next wait while the receiver hangs');
+      // An answer lifts the hold in the new run as in the first.
+      answered(batches.find((batch) => batch.entries.length === 5)!, { statusCode: 500 });
+      await waitFor(async () => (hangingBatches().length === 3 ? true : undefined), 10_000, 'the 5 left');
+      assert.deepEqual(hangingBatches(), [1, 5, 5]);
+      await handle.terminate('test over');
+    } finally {
+      for (const batch of batches) batch.end([]);
+      await worker.stop();
+    }
+  });
+
   it('takes hand-overs for its epoch, then completes once what it took is final (a retry due after the epoch keeps it open); a late hand-over starts it again', async function () {
     const attempts: string[] = [];
     const worker = await standIn(async (input) => {

@@ -34,6 +34,8 @@ export interface ShardInput {
   entries?: ShardEntry[];
   /** Hand-overs (signals, or updates in runs before them) before a run continues as new (default 1,500). */
   handOversPerRun?: number;
+  /** Carried across continue-as-new: retry lanes whose receivers hang (the workflow's `hanging`). */
+  hanging?: string[];
 }
 
 const isShardItem = (item: ShardItem | undefined): boolean => typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string');
@@ -193,7 +195,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
    * at a trickle of events, each retry its own small batch, cannot take the places other
    * installations' attempts need. One answer from the receiver, whatever its status, lifts it.
    */
-  const hanging = new Set<string>();
+  const hanging = new Set<string>(input.hanging);
   const noteHanging = (lane: string, results: AttemptBatchResult[]) => {
     // A first-attempt lane starts partial batches one at a time anyway.
     if (!holdsHanging || !isRetryLane(lane)) return;
@@ -367,7 +369,14 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   // Carried, a retry's time is long past: it waits for its batch's delay, with no lead.
   const carried = [...flying.values()].flatMap(({ entries, startedAt }) => entries.map(({ notBefore: _time, clock: _clock, ...entry }) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
   const entries = [...[...ready.values()].flat(), ...waiting, ...carried];
-  await wf.continueAsNew<typeof deliveryShardWorkflow>({ shard: input.shard, entries, ...(input.epochEndsAt !== undefined && { epochEndsAt: input.epochEndsAt }), ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }) });
+  await wf.continueAsNew<typeof deliveryShardWorkflow>({
+    shard: input.shard,
+    entries,
+    ...(input.epochEndsAt !== undefined && { epochEndsAt: input.epochEndsAt }),
+    ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }),
+    // A hanging receiver's retries carried over must not take a batch each in the next run.
+    ...(hanging.size && { hanging: [...hanging] }),
+  });
 }
 
 /**
