@@ -375,7 +375,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     ...(input.epochEndsAt !== undefined && { epochEndsAt: input.epochEndsAt }),
     ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }),
     // A hanging receiver's retries carried over must not take a batch each in the next run.
-    ...(hanging.size && { hanging: [...hanging] }),
+    ...(hanging.size && { hanging: [...new Set(entries.map(laneOf))].filter((lane) => hanging.has(lane)) }),
   });
 }
 
