@@ -98,6 +98,27 @@ describe('installations of the webhook integration', function () {
     if (pausedAfter < 900) assert.equal(delivery.attempts.length, 1, `paused ${pausedAfter} ms after the first attempt`);
   });
 
+  it('an event accepted for an active installation and paused before its first attempt ends failed, not skipped: replayed after a resume, it is delivered', async function () {
+    // The first event's POST takes 3 s; the second waits behind it in the lane (one partial batch at a time), and the pause comes first.
+    const slow = await new ScriptedReceiver((n) => ({ status: 200, delayMs: n === 0 ? 3000 : 0 })).start();
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-pause-queued' }, slow.url, { space_content_updated: true });
+    const [firstId, queuedId] = idsOfOneShard(`queued${randomBytes(3).toString('hex')}`, 2) as [string, string];
+    while (Date.now() % EPOCH_MS > 2500) await new Promise((resolve) => setTimeout(resolve, 50));
+    await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-queued', { eventId: firstId }));
+    await waitFor(async () => (slow.requests.length === 1 ? true : undefined), 10_000, 'the first POST');
+    const queued = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-queued', { eventId: queuedId }));
+    assert.equal(queued.status, 202);
+    await call('POST', `/v1/installations/${hook.id}/pause`);
+    const delivery = await platform.finalDelivery(queued.body.deliveries[0], tenant.token);
+    assert.deepEqual([delivery.status, delivery.failureReason, delivery.attempts.length], ['failed', 'installation_paused', 0]);
+    await call('POST', `/v1/installations/${hook.id}/resume`);
+    const replay = await platform.http('POST', `/v1/deliveries/${encodeURIComponent(delivery.id)}/replay`, { token: tenant.token });
+    assert.equal(replay.status, 202, JSON.stringify(replay.body));
+    assert.equal((await platform.finalDelivery(replay.body.id, tenant.token)).status, 'delivered');
+    assert.deepEqual(slow.requests.map((request) => JSON.parse(request.body).eventId), [firstId, queuedId]);
+    await slow.stop();
+  });
+
   it('retries sharing a batch each read the installation as of their own time: a pause between them stops the later one', async function () {
     // Two events of one shard and epoch whose receiver answers Retry-After: 3, so that each retry
     // waits exactly 3 s: due 300 ms apart, within the shard's grouping (500 ms), and both known

@@ -109,13 +109,18 @@ async function waitUntil(at: number): Promise<void> {
 /** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */
 const timeOf = (entry: AttemptBatchInput['entries'][number]): number => (entry.notBefore === undefined ? 0 : entry.notBefore + (entry.clock === CLOCK ? 0 : CLOCK_MARGIN_MS));
 
-/** Before any attempt an installation that stopped listening means "not for it"; after one, a replayable failure. */
-function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
+/**
+ * An installation that stopped listening after fan-out (paused, deleted, the event no
+ * longer selected) ends the delivery as a replayable failure, before its first attempt
+ * too: the event was accepted for it, and a resume must be able to bring it back.
+ * Fan-out itself records `skipped` for an installation already paused.
+ */
+function notAttempted(delivery: DeliveryToAttempt, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
   const stopped = !target || target.status === 'deleted' ? 'installation_deleted' : target.status === 'paused' ? 'installation_paused' : undefined;
   const unreachable = target?.integration === WEBHOOK_INTEGRATION && !target.url;
   const reason = stopped ?? (unreachable || !target?.events.includes(delivery.eventType) ? 'event_not_selected' : undefined);
   if (!reason) return undefined;
-  return { id: delivery.id, status: attempt === 1 ? 'skipped' : 'failed', reason };
+  return { id: delivery.id, status: 'failed', reason };
 }
 
 /**
@@ -230,7 +235,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       }, RECORD_EVERY_MS);
       const outcomes = await Promise.all(
         input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {
-          const { id, attempt } = entry;
+          const { id } = entry;
           const delivery = deliveries.get(id);
           // Finished already (handed over twice), or not in the log (reported above): nothing to do.
           if (!delivery) return undefined;
@@ -238,7 +243,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (delivery.recorded) return judge(id, delivery.recorded);
           await waitUntil(timeOf(entry));
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
-          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!));
+          const outcome = notAttempted(delivery, target) ?? (await tracedAttempt(delivery, entry, target!));
           if (outcome.attempt) endedAt.set(id, performance.now());
           recorder.add(outcome);
           return outcome;
