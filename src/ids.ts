@@ -6,7 +6,7 @@ export type InstallationId = Branded<'ins'>;
 export type EventId = Branded<'evt'>;
 export type DeliveryId = Branded<'dlv'>;
 
-/** Any id the API takes in a path or a query (delivery ids join two with ':'). */
+/** Any id the API takes in a path or a query but a delivery's (isDeliveryId). */
 export const ID_PATTERN = '^[A-Za-z0-9_.:-]{1,200}$';
 const ID = new RegExp(ID_PATTERN);
 export const isId = (value: string): boolean => ID.test(value);
@@ -14,6 +14,9 @@ export const isId = (value: string): boolean => ID.test(value);
 export const EVENT_ID_PATTERN = '^[A-Za-z0-9_.-]{1,200}$';
 /** Installation ids as newInstallationId makes them. */
 export const INSTALLATION_ID = /^ins_[A-Za-z0-9_-]{1,64}$/;
+/** deliveryId's shape: an event id of up to 200 characters makes one longer than other ids. */
+const DELIVERY_ID = new RegExp(`${EVENT_ID_PATTERN.slice(0, -1)}:${INSTALLATION_ID.source.slice(1, -1)}(:replay-[1-9][0-9]{0,15})?$`);
+export const isDeliveryId = (value: string): boolean => DELIVERY_ID.test(value);
 
 function randomId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;

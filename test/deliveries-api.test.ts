@@ -97,6 +97,21 @@ describe('listing and replaying deliveries', function () {
     await platform.finalDelivery(again.body.id, tenant.token);
   });
 
+  it('reads and replays the delivery of an event whose id is as long as ingest takes (200 characters)', async function () {
+    const eventId = `evt_${randomBytes(98).toString('hex')}`;
+    assert.equal(eventId.length, 200);
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp', { eventId }));
+    assert.equal(ingest.status, 202);
+    const id: string = ingest.body.deliveries[0];
+    assert.ok(id.length > 200, `${id.length} characters`);
+    assert.equal((await platform.finalDelivery(id, tenant.token)).eventId, eventId);
+    const answer = await platform.http('POST', `/v1/deliveries/${id}/replay`, { token: tenant.token });
+    assert.equal(answer.status, 202, JSON.stringify(answer.body));
+    assert.equal((await platform.finalDelivery(answer.body.id, tenant.token)).status, 'delivered');
+    // Not a delivery's shape: not found, as any unknown id.
+    assert.equal((await get(`/v1/deliveries/${eventId}:${hook.id}:replay-0`)).status, 404);
+  });
+
   it('bulk-replays the failed deliveries of an installation in a time range, once per event', async function () {
     await listed(`installation=${hook.id}&status=failed`, 3);
     const answer = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'failed', since: startedAt, until: new Date().toISOString() } });

@@ -1,5 +1,5 @@
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../../delivery-log/types';
-import { isId } from '../../ids';
+import { isDeliveryId, isId } from '../../ids';
 import { requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
@@ -33,7 +33,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
   const installations = installationService(deps);
 
   async function load(caller: Caller, id: string): Promise<Delivery> {
-    const delivery = isId(id) ? await store.get(id) : undefined;
+    const delivery = isDeliveryId(id) ? await store.get(id) : undefined;
     if (!delivery) throw notFound('delivery');
     requireMember(caller, delivery.organizationId, 'delivery');
     return delivery;
