@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { openDeliveryLog } from '../src/delivery-log';
 import { TestPlatform, spaceEvent } from './support/platform';
@@ -112,6 +113,17 @@ describe('tenancy and bad input', function () {
       assert.equal(answer.body.error, 'invalid_request');
       assert.match(answer.body.message, /JSON/i);
       assert.doesNotMatch(JSON.stringify(answer.body), /at .*\.js:\d+/, 'no stack trace');
+    });
+
+    it('a compressed body that does not decompress: 400 naming its Content-Encoding, no stack trace', async function () {
+      for (const encoding of ['gzip', 'deflate', 'br']) {
+        const answer = await platform.http('POST', '/v1/events/batch', { token: platform.adminToken, raw: 'xx', headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+        assert.equal(answer.status, 400, `${encoding}: ${JSON.stringify(answer.body)}`);
+        assert.equal(answer.body.error, 'invalid_request');
+        assert.match(answer.body.message, new RegExp(`could not be read as Content-Encoding ${encoding}`));
+      }
+      const gzipped = await fetch(`${platform.api.url}/v1/events`, { method: 'POST', body: gzipSync(JSON.stringify(spaceEvent(a.org, 'sp-a'))), headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      assert.equal(gzipped.status, 202, 'a body that does decompress is taken');
     });
 
     it('unknown event type: 400 naming type', async function () {

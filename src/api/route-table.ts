@@ -54,7 +54,7 @@ export class RouteTable {
 
   add<Body = undefined>(spec: RouteSpec, handler: Handler<Body>): void {
     this.specs.push(spec);
-    const parser = spec.rawBodyLimit === undefined ? koaBody({ jsonLimit: spec.bodyLimit ?? '1mb', formLimit: '1mb', textLimit: '1mb' }) : rawBody(spec.rawBodyLimit);
+    const parser = bodyErrorsAreTheClients(spec.rawBodyLimit === undefined ? koaBody({ jsonLimit: spec.bodyLimit ?? '1mb', formLimit: '1mb', textLimit: '1mb' }) : rawBody(spec.rawBodyLimit));
     const route = async (ctx: Context) => {
       const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolve(ctx.get('authorization'));
       if (spec.access === 'admin') requireAdmin(caller);
@@ -72,6 +72,29 @@ export class RouteTable {
     const methods = spec.method === 'all' ? PASS_THROUGH_METHODS.map((method) => method.toUpperCase()) : [spec.method.toUpperCase()];
     for (const path of paths) this.router.register(path, methods, [parser, route]);
   }
+}
+
+/**
+ * A body the parser cannot read is the client's error, said as such: its own refusals
+ * (413, 415, bad JSON) keep their status; anything else it throws (zlib's, for a body
+ * whose Content-Encoding lies) is a 400, not a 500 with a stack in the log. Errors of the
+ * route after it pass untouched.
+ */
+function bodyErrorsAreTheClients(parser: (ctx: Context, next: Next) => Promise<unknown>) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    let parsed = false;
+    try {
+      await parser(ctx, () => {
+        parsed = true;
+        return next();
+      });
+    } catch (err) {
+      const status = (err as { status?: unknown }).status;
+      if (parsed || (typeof status === 'number' && status >= 400 && status < 500)) throw err;
+      const encoding = ctx.get('content-encoding');
+      throw new ApiError(400, 'invalid_request', `request body could not be read${encoding ? ` as Content-Encoding ${encoding}` : ''}: ${(err as Error).message}`);
+    }
+  };
 }
 
 /** The request body as bytes, whatever its type, refused past `limit` (413). */
