@@ -73,6 +73,13 @@ describe('listing and replaying deliveries', function () {
     assert.equal(answer.status, 400);
     assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'since', 'until', 'pageToken']);
     assert.deepEqual((await get('/v1/deliveries?since=%2B275760-09-13T00:00:00.000Z')).body.details.map((d: any) => d.field), ['since']);
+    // Times as bulk replay takes them (RFC 3339, with an offset), not whatever Date.parse reads; pages of 1 to 200.
+    for (const query of ['since=2026', 'since=1', 'until=Nov%2022%202026', 'since=2026-11-22T10:00:00', 'limit=0', 'limit=201', 'limit=1e2']) {
+      const refused = await get(`/v1/deliveries?${query}`);
+      assert.equal(refused.status, 400, query);
+      assert.deepEqual(refused.body.details.map((d: any) => d.field), [query.split('=')[0]], query);
+    }
+    assert.equal((await get('/v1/deliveries?since=2026-11-22T10:00:00%2B01:00&limit=200')).status, 200);
     const forged = await get(`/v1/deliveries?installation=${hook.id}&pageToken=Zm9yZ2Vk.AAAAAAAAAAAAAAAAAAAAAA`);
     assert.equal(forged.status, 400, JSON.stringify(forged.body));
     assert.deepEqual(forged.body.details, [{ field: 'pageToken', message: 'is not valid' }]);

@@ -6,15 +6,19 @@ import { badRequest, conflict, notFound } from '../errors';
 import { installationService } from '../installation-service';
 import type { RouteTable } from '../route-table';
 import { bulkReplaySchema, deliverySchema, listOf } from '../schemas';
+import { isDateTime } from '../validation';
 
-/** An ISO 8601 time of years 0001-9999 as Unix ms; undefined if not one. */
+/** An RFC 3339 time (ISO 8601 with its offset) of years 0001-9999 as Unix ms; undefined if not one. */
 export function isoTime(value: string): number | undefined {
+  if (!isDateTime(value)) return undefined;
   const ms = Date.parse(value);
   if (Number.isNaN(ms) || ms < Date.parse('0001-01-01T00:00:00Z') || ms > Date.parse('9999-12-31T23:59:59Z')) return undefined;
   return ms;
 }
 
 const STATUSES: readonly DeliveryStatus[] = DELIVERY_STATUSES;
+const TIME_MESSAGE = 'must be an RFC 3339 time with its offset, such as 2026-11-22T10:00:00Z';
+const PAGE_SIZE = { default: 50, max: 200 };
 
 function checkQuery(query: Record<string, string | undefined>): void {
   const details = [];
@@ -22,9 +26,9 @@ function checkQuery(query: Record<string, string | undefined>): void {
     if (query[field] !== undefined && !isId(query[field]!)) details.push({ field, message: 'must be an id' });
   }
   if (query.status !== undefined && !STATUSES.includes(query.status as DeliveryStatus)) details.push({ field: 'status', message: `must be one of ${STATUSES.join(', ')}` });
-  for (const field of ['since', 'until'] as const) if (query[field] !== undefined && !isoTime(query[field]!)) details.push({ field, message: 'must be an ISO 8601 time' });
+  for (const field of ['since', 'until'] as const) if (query[field] !== undefined && !isoTime(query[field]!)) details.push({ field, message: TIME_MESSAGE });
   if (query.pageToken !== undefined && !/^[A-Za-z0-9_-]{1,4096}\.[A-Za-z0-9_-]{22}$/.test(query.pageToken)) details.push({ field: 'pageToken', message: 'must be a token from a previous page' });
-  if (query.limit !== undefined && !/^\d+$/.test(query.limit)) details.push({ field: 'limit', message: 'must be a whole number' });
+  if (query.limit !== undefined && !(/^\d{1,3}$/.test(query.limit) && Number(query.limit) >= 1 && Number(query.limit) <= PAGE_SIZE.max)) details.push({ field: 'limit', message: `must be a whole number from 1 to ${PAGE_SIZE.max}` });
   if (details.length) throw badRequest(`invalid query: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, details);
 }
 
@@ -45,7 +49,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       path: '/v1/deliveries',
       summary: 'List deliveries, newest first',
       access: 'member',
-      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'ISO 8601 start time', until: 'ISO 8601 end time', org: 'Organization id (required for the administrator)', limit: 'Page size, at most 200', pageToken: 'From the previous page' },
+      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'ISO 8601 start time', until: 'ISO 8601 end time', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${PAGE_SIZE.max} (${PAGE_SIZE.default} unless given)`, pageToken: 'From the previous page' },
       responses: { 200: { description: 'Deliveries without their attempts', schema: listOf(deliverySchema) } },
     },
     async ({ caller, query }) => {
@@ -60,7 +64,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         const own = caller.kind === 'member' ? caller.orgs : [];
         orgs = query.org ? own.filter((org) => org === query.org) : own;
       }
-      const pageSize = Math.min(Number(query.limit ?? 50), 200) || 50;
+      const pageSize = query.limit === undefined ? PAGE_SIZE.default : Number(query.limit);
       const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since), until: query.until === undefined ? undefined : isoTime(query.until) }, pageSize, query.pageToken);
       return { status: 200, body: page };
     },
@@ -102,7 +106,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       responses: { 202: { description: 'How many were replayed and their new ids' } },
     },
     async ({ caller, body }) => {
-      const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && !isoTime(body[field]!)).map((field) => ({ field, message: 'must be an ISO 8601 time' }));
+      const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && !isoTime(body[field]!)).map((field) => ({ field, message: TIME_MESSAGE }));
       if (details.length) throw badRequest('invalid time range', details);
       const installation = await installations.load(caller, body.installation);
       const time = (value?: string) => (value === undefined ? undefined : isoTime(value));
