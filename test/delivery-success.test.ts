@@ -96,6 +96,18 @@ describe('a delivery to a receiver that answers 200', function () {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     assert.equal(receiver.requests.length, 1);
   });
+
+  it('gives a new eventId to the earlier of two events in a batch, whatever this API process knew of their organizations, and names the field it refuses', async function () {
+    // An organization created through another API process is not yet known to this one: its check asks the directory.
+    const second = await new TestPlatform(__filename, { worker: false, adminToken: platform.adminToken, databaseUrl: platform.databaseUrl }).start();
+    const unseen = await second.tenant().finally(() => second.stop());
+    const eventId = `evt_order_${Date.now()}`;
+    const batch = await platform.admin('POST', '/v1/events/batch', { events: [spaceEvent(unseen.org, 'space-1', { eventId }), spaceEvent(tenant.org, 'space-1', { eventId })] });
+    assert.equal(batch.status, 202);
+    assert.deepEqual(batch.body.results[0], { eventId, deliveries: [] });
+    assert.equal(batch.body.results[1].error, 'conflict');
+    assert.deepEqual(batch.body.results[1].details, [{ field: 'events[1].eventId', message: 'is taken by an earlier event' }]);
+  });
 });
 
 describe('an attempt batch writes its outcomes as they come', function () {

@@ -34,6 +34,12 @@ describe('ingest while the engine does not answer', function () {
     assert.equal(refused.body.error, 'unavailable');
     assert.match(refused.body.message, /holds 2 deliveries \(at most 2\)/);
     assert.ok(elapsed < 2000, `answered after ${elapsed} ms`);
+    // A batch none of whose events was accepted is a 503 as a whole, an invalid event in it
+    // too: retried whole, that one's 400 comes then.
+    const { revisionId: _revision, ...invalid } = spaceEvent(tenant.org, 'down');
+    const batch = await platform.admin('POST', '/v1/events/batch', { events: [event, invalid] });
+    assert.equal(batch.status, 503, JSON.stringify(batch.body));
+    assert.equal(batch.headers.get('retry-after'), '1');
     // Another API process has never seen the organization: asking the directory is bounded too.
     const fresh = await new TestPlatform(__filename, { worker: false, adminToken: platform.adminToken, databaseUrl: platform.databaseUrl }).start();
     try {

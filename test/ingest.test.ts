@@ -94,8 +94,11 @@ describe('ingest owned by the engine', function () {
       assert.equal(a.deliveries.length, 1);
       assert.equal(b.deliveries.length, 1);
       assert.equal(bad.error, 'invalid_request');
-      assert.deepEqual(bad.details.map((d: any) => d.field).sort(), ['revisionId', 'spaceId']);
+      assert.deepEqual(bad.details.map((d: any) => d.field).sort(), ['events[1].revisionId', 'events[1].spaceId']);
       assert.equal(unknown.error, 'not_found');
+      assert.deepEqual(unknown.details, [{ field: 'events[2].organizationId', message: 'is not a known organization' }]);
+      const notObject = await platform.admin('POST', '/v1/events/batch', { events: ['x'] });
+      assert.deepEqual(notObject.body.results[0].details, [{ field: 'events[0]', message: 'must be an object' }]);
       await Promise.all([a, b].map((result) => platform.finalDelivery(result.deliveries[0], tenant.token)));
     });
 

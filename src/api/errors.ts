@@ -26,8 +26,8 @@ export class ApiError extends Error {
 export const unavailable = (message: string, cause?: unknown) => new ApiError(503, 'unavailable', message, [], { cause });
 
 export const badRequest = (message: string, details: FieldIssue[] = []) => new ApiError(400, 'invalid_request', message, details);
-export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
-export const conflict = (message: string) => new ApiError(409, 'conflict', message);
+export const notFound = (what: string, details: FieldIssue[] = []) => new ApiError(404, 'not_found', `${what} not found`, details);
+export const conflict = (message: string, details: FieldIssue[] = []) => new ApiError(409, 'conflict', message, details);
 
 /** What the platform answers of a dependency (an isolate, the engine) on its own account: with its message. */
 const GATEWAY_STATUSES = [502, 503, 504];

@@ -10,16 +10,19 @@ import { EventIdTakenError, INGEST_DEADLINE_MS } from '../../ingest/ingest-servi
 /** Events one batch ingest takes at most. */
 export const MAX_BATCH_EVENTS = 500;
 
-function parseEvent(body: unknown, prefix = ''): IngestedEvent {
+/** A field of the event at `path` (`events[1]` in a batch): `events[1].type`, or `type` alone. */
+const fieldAt = (path: string, name: string): string => (path ? `${path}.${name}` : name);
+
+function parseEvent(body: unknown, path = ''): IngestedEvent {
   const type = (body as { type?: unknown } | null)?.type;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the event must be a JSON object', [{ field: prefix || '(body)', message: 'must be an object' }]);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the event must be a JSON object', [{ field: path || '(body)', message: 'must be an object' }]);
   if ((PLATFORM_OWN_EVENT_TYPES as readonly unknown[]).includes(type)) {
-    throw badRequest(`${type as string} is the platform's own event: installations and components fire it, ingest does not take it`, [{ field: `${prefix}type`, message: 'is fired by the platform itself' }]);
+    throw badRequest(`${type as string} is the platform's own event: installations and components fire it, ingest does not take it`, [{ field: fieldAt(path, 'type'), message: 'is fired by the platform itself' }]);
   }
   if (typeof type !== 'string' || !INGESTED_EVENT_TYPES.includes(type as IngestedEventType)) {
-    throw badRequest(`unknown event type ${JSON.stringify(type)}; known: ${INGESTED_EVENT_TYPES.join(', ')}`, [{ field: `${prefix}type`, message: `must be one of ${INGESTED_EVENT_TYPES.join(', ')}` }]);
+    throw badRequest(`unknown event type ${JSON.stringify(type)}; known: ${INGESTED_EVENT_TYPES.join(', ')}`, [{ field: fieldAt(path, 'type'), message: `must be one of ${INGESTED_EVENT_TYPES.join(', ')}` }]);
   }
-  return parse<IngestedEvent>(eventSchemas[type as IngestedEventType], body, `${type} event`);
+  return parse<IngestedEvent>(eventSchemas[type as IngestedEventType], body, `${type} event`, path);
 }
 
 const batchSchema = { type: 'object', required: ['events'], additionalProperties: false, properties: { events: { type: 'array', minItems: 1, maxItems: MAX_BATCH_EVENTS } } };
@@ -29,10 +32,15 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
    * An event of an unknown organization is refused (404), not silently fanned out to nobody.
    * Whatever it waits for, it answers by the request's deadline (503 past it).
    */
-  async function accept(event: IngestedEvent, deadline: number) {
-    if (!(await organizations.exists(event.organizationId, deadline).catch((err) => Promise.reject(fromEngine(err))))) throw notFound(`organization ${event.organizationId}`);
+  async function checkOrganization(event: IngestedEvent, deadline: number, path = ''): Promise<void> {
+    if (!(await organizations.exists(event.organizationId, deadline).catch((err) => Promise.reject(fromEngine(err))))) {
+      throw notFound(`organization ${event.organizationId}`, [{ field: fieldAt(path, 'organizationId'), message: 'is not a known organization' }]);
+    }
+  }
+
+  function submit(event: IngestedEvent, deadline: number, path = '') {
     return ingest.ingest(event, deadline).catch((err) => {
-      if (err instanceof EventIdTakenError) return Promise.reject(conflict(err.message));
+      if (err instanceof EventIdTakenError) return Promise.reject(conflict(err.message, [{ field: fieldAt(path, 'eventId'), message: 'is taken by an earlier event' }]));
       const refused = fromEngine(err);
       if ((refused as { status?: number }).status === 503) ingestUnavailable.inc();
       return Promise.reject(refused);
@@ -55,7 +63,11 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
         503: { description: 'Not known to be accepted (the engine did not answer within 2 s): retry with the same eventId' },
       },
     },
-    async ({ body: event }) => ({ status: 202, body: await accept(event, Date.now() + INGEST_DEADLINE_MS) }),
+    async ({ body: event }) => {
+      const deadline = Date.now() + INGEST_DEADLINE_MS;
+      await checkOrganization(event, deadline);
+      return { status: 202, body: await submit(event, deadline) };
+    },
   );
 
   routes.add<{ events: unknown[] }>(
@@ -74,17 +86,24 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
     },
     async ({ body }) => {
       const deadline = Date.now() + INGEST_DEADLINE_MS;
-      const results = await Promise.all(
+      // Every organization is known first, then the events go to ingest in the batch's order:
+      // of two with one eventId the earlier wins, whatever this process knew of their organizations.
+      const checked = await Promise.all(
         body.events.map(async (raw, i) => {
+          const path = `events[${i}]`;
           try {
-            return await accept(parseEvent(raw, `events[${i}].`), deadline);
+            const event = parseEvent(raw, path);
+            await checkOrganization(event, deadline, path);
+            return { event, path };
           } catch (err) {
-            return errorBody(err as Error);
+            return { path, refused: errorBody(err as Error) };
           }
         }),
       );
-      const unavailable = results.every((result) => 'error' in result && result.error === 'unavailable');
-      if (unavailable) throw fromEngine(new Error('no event of the batch was accepted'));
+      const results = await Promise.all(checked.map(({ event, path, refused }) => refused ?? submit(event!, deadline, path).catch((err: Error) => errorBody(err))));
+      // "Not known to be accepted" for the batch as a whole only when none was and the engine did not take one.
+      const noneAccepted = results.every((result) => 'error' in result);
+      if (noneAccepted && results.some((result) => 'error' in result && result.error === 'unavailable')) throw fromEngine(new Error('no event of the batch was accepted'));
       return { status: 202, body: { results } };
     },
   );
