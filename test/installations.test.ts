@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
 import { verifySignature } from '../src/webhooks/signature';
-import { installationWorkflow, installationWorkflowId, newInstallationState } from '../src/workflows/installation';
+import { installationWorkflow, installationWorkflowId, MAX_ROTATED_SECRETS, newInstallationState } from '../src/workflows/installation';
 import { newSigningSecret } from '../src/api/installation-service';
 import { EPOCH_MS } from '../src/workflows/delivery-shard';
 import { TestPlatform, spaceEvent, siteViewEvent, waitFor } from './support/platform';
@@ -170,6 +170,19 @@ describe('installations of the webhook integration', function () {
     } finally {
       await Promise.all([before.stop(), after.stop()]);
     }
+  });
+
+  it(`keeps at most ${MAX_ROTATED_SECRETS} rotated-out secrets valid: rotated again and again, the header stays short and the oldest ends early`, async function () {
+    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-rotate-loop' }, receiver.url, { space_content_updated: true });
+    const secrets = [hook.secret];
+    for (let i = 0; i < MAX_ROTATED_SECRETS + 2; i++) secrets.unshift((await call('POST', `/v1/installations/${hook.id}/signing-secret/rotate`)).body.secret);
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-rotate-loop'));
+    assert.equal((await platform.finalDelivery(ingest.body.deliveries[0], tenant.token)).status, 'delivered');
+    const request = receiver.requests.find((r) => JSON.parse(r.body).eventId === ingest.body.eventId)!;
+    const header = String(request.headers['x-platform-signature']);
+    assert.equal(header.split(',v1=').length - 1, 1 + MAX_ROTATED_SECRETS, header);
+    const verifies = secrets.map((secret) => verifySignature(header, request.body, secret).valid);
+    assert.deepEqual(verifies, [...Array(1 + MAX_ROTATED_SECRETS).fill(true), false, false], 'newest first: the two oldest no longer sign');
   });
 
   it('an organization installation hears events of every space and site of its organization', async function () {

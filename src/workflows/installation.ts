@@ -10,6 +10,12 @@ import type { InstallationProjection, InstallationStatus, SigningSecret } from '
 
 /** A rotated-out secret stays valid this long, and is signed with meanwhile (DESIGN.md §3). */
 export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
+/**
+ * Rotated-out secrets valid at once, at most: each adds a `v1=` to every delivery's header,
+ * and some 240 of them (a rotation loop) made it longer than receivers take (431). Past it
+ * the oldest ends early.
+ */
+export const MAX_ROTATED_SECRETS = 5;
 
 /** The read model's write and the installation's own events: short, local, retried until the database takes them. */
 const { saveInstallation, dispatchInstallationEvents } = wf.proxyLocalActivities<ReturnType<typeof createActivities>>({
@@ -194,7 +200,9 @@ export async function installationWorkflow(state: InstallationState, historyLimi
     async (secret) => {
       const now = Date.now();
       const expiresAt = new Date(now + ROTATED_SECRET_VALIDITY_MS).toISOString();
-      const stillValid = state.signingSecrets.filter((old) => !old.expiresAt || Date.parse(old.expiresAt) > now);
+      const valid = state.signingSecrets.filter((old) => !old.expiresAt || Date.parse(old.expiresAt) > now);
+      // Newest first: the current one, then those rotated out. Runs from before the cap replay as they ran.
+      const stillValid = wf.patched('cap-rotated-secrets') ? valid.slice(0, MAX_ROTATED_SECRETS) : valid;
       const fresh = { secret, createdAt: new Date(now).toISOString() };
       state.signingSecrets = [fresh, ...stillValid.map((old) => ({ ...old, expiresAt: old.expiresAt ?? expiresAt }))];
       await changed();
