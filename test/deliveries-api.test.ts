@@ -119,6 +119,28 @@ describe('listing and replaying deliveries', function () {
     assert.equal((await get(`/v1/deliveries/${eventId}:${hook.id}:replay-0`)).status, 404);
   });
 
+  it('replays to the installation as it is: not while it is paused (409), never once it is deleted (404), alone or in bulk', async function () {
+    const other = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-replay-state' }, receiver.url, { space_content_updated: true });
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-replay-state'));
+    const id: string = ingest.body.deliveries[0];
+    assert.equal((await platform.finalDelivery(id, tenant.token)).status, 'delivered');
+    const replayOne = () => platform.http('POST', `/v1/deliveries/${id}/replay`, { token: tenant.token });
+    const replayAll = () => platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: other.id, status: 'failed' } });
+    assert.equal((await platform.http('POST', `/v1/installations/${other.id}/pause`, { token: tenant.token })).status, 200);
+    for (const answer of [await replayOne(), await replayAll()]) {
+      assert.equal(answer.status, 409, JSON.stringify(answer.body));
+      assert.deepEqual(answer.body.details, [{ field: 'installation', message: 'is paused' }]);
+    }
+    assert.equal((await platform.http('POST', `/v1/installations/${other.id}/resume`, { token: tenant.token })).status, 200);
+    const resumed = await replayOne();
+    assert.equal(resumed.status, 202);
+    assert.equal((await platform.finalDelivery(resumed.body.id, tenant.token)).status, 'delivered');
+    assert.equal((await platform.http('DELETE', `/v1/installations/${other.id}`, { token: tenant.token })).status, 204);
+    for (const answer of [await replayOne(), await replayAll()]) assert.equal(answer.status, 404, JSON.stringify(answer.body));
+    // Its history stays readable.
+    assert.equal((await get(`/v1/deliveries/${id}`)).status, 200);
+  });
+
   it('bulk-replays the failed deliveries of an installation in a time range, once per event', async function () {
     await listed(`installation=${hook.id}&status=failed`, 3);
     const answer = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'failed', since: startedAt, until: new Date().toISOString() } });

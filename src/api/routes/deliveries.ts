@@ -36,6 +36,13 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
   const store = deps.deliveries;
   const installations = installationService(deps);
 
+  /** A replay goes to the installation as it is now: a deleted one cannot take it (404), a paused one not yet (409). */
+  async function replayTarget(caller: Caller, installationId: string) {
+    const installation = await installations.load(caller, installationId);
+    if (installation.status === 'paused') throw conflict('the installation is paused: resume it, then replay', [{ field: 'installation', message: 'is paused' }]);
+    return installation;
+  }
+
   async function load(caller: Caller, id: string): Promise<Delivery> {
     const delivery = isDeliveryId(id) ? await store.get(id) : undefined;
     if (!delivery) throw notFound('delivery');
@@ -87,11 +94,12 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       path: '/v1/deliveries/:id/replay',
       summary: 'Replay a finished delivery as a new one with the same body and eventId',
       access: 'member',
-      responses: { 202: { description: 'The new delivery id' }, 409: { description: 'The delivery has not finished' } },
+      responses: { 202: { description: 'The new delivery id' }, 404: { description: 'No such delivery, or its installation is deleted' }, 409: { description: 'The delivery has not finished, or its installation is paused' } },
     },
     async ({ caller, params }) => {
       const delivery = await load(caller, params.id!);
       if (delivery.status !== 'delivered' && delivery.status !== 'failed') throw conflict(`only delivered or failed deliveries replay; this one is ${delivery.status}`);
+      await replayTarget(caller, delivery.installationId);
       return { status: 202, body: { id: await store.replay(delivery) } };
     },
   );
@@ -103,12 +111,12 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'Replay every failed delivery of an installation in a time range (one replay per event)',
       access: 'member',
       body: bulkReplaySchema,
-      responses: { 202: { description: 'How many were replayed and their new ids' } },
+      responses: { 202: { description: 'How many were replayed and their new ids' }, 404: { description: 'No such installation' }, 409: { description: 'The installation is paused' } },
     },
     async ({ caller, body }) => {
       const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && !isoTime(body[field]!)).map((field) => ({ field, message: TIME_MESSAGE }));
       if (details.length) throw badRequest('invalid time range', details);
-      const installation = await installations.load(caller, body.installation);
+      const installation = await replayTarget(caller, body.installation);
       const time = (value?: string) => (value === undefined ? undefined : isoTime(value));
       const ids = await store.replayFailed({ orgs: [installation.target.org], installation: installation.id, since: time(body.since), until: time(body.until) });
       return { status: 202, body: { count: ids.length, ids } };
