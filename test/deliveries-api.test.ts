@@ -160,14 +160,16 @@ describe('listing and replaying deliveries', function () {
   });
   it('the retention workflow purges, through its activity, what is older than PLATFORM_DELIVERY_RETENTION_DAYS, and keeps the rest', async function () {
     const org = `org-retention-${randomBytes(3).toString('hex')}`;
-    const recorded = (eventId: string): NewEvent => ({ eventId, organizationId: org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:ins_r`, eventId, installationId: 'ins_r', organizationId: org, eventType: 'space_content_updated', body: '{}', url: 'https://example.com/hook' }] });
+    // Final (skipped) unless pending: a pending one stays, however old.
+    const recorded = (eventId: string, pending = false): NewEvent => ({ eventId, organizationId: org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:ins_r`, eventId, installationId: 'ins_r', organizationId: org, eventType: 'space_content_updated', body: '{}', url: 'https://example.com/hook', ...(!pending && { skipReason: 'installation_paused' }) }] });
     // Older than the worker's 30 days; more than one purge step would take with a limit of 1.
-    await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`), recorded(`evt_${org}_old_2`)], Date.now() - 31 * 86_400_000);
+    await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`), recorded(`evt_${org}_old_2`), recorded(`evt_${org}_old_pending`, true)], Date.now() - 31 * 86_400_000);
     await platform.stores.log.recordEvents([recorded(`evt_${org}_recent`)], Date.now() - 29 * 86_400_000);
     const handle = await platform.client.workflow.start(retentionWorkflow, { workflowId: `retention-test-${org}`, taskQueue: platform.taskQueue });
     try {
       await waitFor(async () => ((await platform.stores.log.get(`evt_${org}_old_2:ins_r`)) === undefined && (await platform.stores.log.get(`evt_${org}_old_1:ins_r`)) === undefined ? true : undefined), 20_000, 'the purge');
       assert.ok(await platform.stores.log.get(`evt_${org}_recent:ins_r`));
+      assert.equal((await platform.stores.log.get(`evt_${org}_old_pending:ins_r`))?.status, 'pending');
       assert.equal((await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`)])).get(`evt_${org}_old_1`)!.fresh, true, 'its dedupe record went too');
     } finally {
       await handle.terminate();

@@ -199,23 +199,37 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.deepEqual(target.configuration, { oauth_credentials: { access_token: 'tok_secret' } });
     });
 
-    it('purges what is older than the retention, in bounded steps, and keeps the rest', async function () {
+    it('purges what is older than the retention, in bounded steps, but no pending delivery, nor an event record while a delivery of it is left', async function () {
       const old = Date.now() - 40 * 86_400_000;
-      await stores.log.recordEvents([event('evt_old_1', ['ins_p']), event('evt_old_2', ['ins_p'])], old);
-      await stores.log.recordOutcomes([{ id: 'evt_old_1:ins_p', status: 'delivered', attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 200 } }], run);
+      await stores.log.recordEvents([event('evt_old_1', ['ins_p']), event('evt_old_pending', ['ins_p']), event('evt_old_replayed', ['ins_p']), event('evt_old_none', [])], old);
+      const delivered = (id: string) => ({ id, status: 'delivered' as const, attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 200 } });
+      await stores.log.recordOutcomes([delivered('evt_old_1:ins_p'), delivered('evt_old_replayed:ins_p')], run);
+      assert.equal(await stores.log.recordReplay({ id: 'evt_old_replayed:ins_p', eventId: 'evt_old_replayed', installationId: 'ins_p', organizationId: 'org-a', eventType: 'space_content_updated' }), 'evt_old_replayed:ins_p:replay-1');
       await stores.log.recordEvents([event('evt_recent', ['ins_p'])]);
       const before = Date.now() - 30 * 86_400_000;
-      const oldEvents = async () => (await stores.log.db.selectFrom('events').select('event_id').where('created_at', '<', before).execute()).length;
       // A step takes at most `limit` rows of each table: a delivery (with its attempt) and an event record.
-      assert.equal(await stores.log.purge(before, 1), 2);
-      assert.equal(await oldEvents(), 1);
-      assert.equal(await stores.log.purge(before, 1), 2);
-      assert.equal(await oldEvents(), 0);
-      assert.equal(await stores.log.purge(before, 1), 0);
+      const steps: number[] = [];
+      for (let removed = Infinity; removed > 0; ) steps.push((removed = await stores.log.purge(before, 1)));
+      assert.ok(steps.every((removed) => removed <= 2), `steps ${steps}`);
+      assert.equal(steps.reduce((sum, removed) => sum + removed, 0), 4, 'two final deliveries, and the records of the two events with none left');
       assert.equal(await stores.log.get('evt_old_1:ins_p'), undefined);
       assert.equal((await stores.log.db.selectFrom('attempts').select('delivery_id').where('delivery_id', '=', 'evt_old_1:ins_p').execute()).length, 0);
+      assert.equal(await stores.log.get('evt_old_replayed:ins_p'), undefined);
+      assert.equal((await stores.log.get('evt_old_pending:ins_p'))?.status, 'pending', 'accepted, not yet final: kept');
+      assert.ok(await stores.log.get('evt_old_replayed:ins_p:replay-1'));
       assert.ok(await stores.log.get('evt_recent:ins_p'));
-      assert.equal((await stores.log.recordEvents([event('evt_old_2', [])])).get('evt_old_2')!.fresh, true, 'the dedupe record went with it');
+      const fresh = await stores.log.recordEvents(['evt_old_1', 'evt_old_none', 'evt_old_pending', 'evt_old_replayed'].map((id) => event(id, [])));
+      assert.deepEqual(['evt_old_1', 'evt_old_none', 'evt_old_pending', 'evt_old_replayed'].map((id) => fresh.get(id)!.fresh), [true, true, false, false], 'an eventId stays taken while a delivery of it is left');
+    });
+
+    it('numbers replays on from the last one recorded, of the original or of a replay, and answers nothing for an original purged meanwhile', async function () {
+      await stores.log.recordEvents([event('evt_rn', ['ins_rn'])]);
+      const original = { id: 'evt_rn:ins_rn', eventId: 'evt_rn', installationId: 'ins_rn', organizationId: 'org-a', eventType: 'space_content_updated' };
+      const first = await Promise.all([1, 2, 3].map(() => stores.log.recordReplay(original)));
+      assert.deepEqual([...first].sort(), ['evt_rn:ins_rn:replay-1', 'evt_rn:ins_rn:replay-2', 'evt_rn:ins_rn:replay-3'], 'concurrent replays each get a number of their own');
+      assert.equal(await stores.log.recordReplay({ ...original, id: 'evt_rn:ins_rn:replay-2' }), 'evt_rn:ins_rn:replay-4');
+      assert.equal((await stores.log.get('evt_rn:ins_rn:replay-4'))?.replayOf, 'evt_rn:ins_rn:replay-2');
+      assert.equal(await stores.log.recordReplay({ ...original, id: 'evt_rn:ins_gone' }), undefined);
     });
 
     it('quarantines deliveries recorded for another organization than their event’s (before the fan-out fix), with their replays and attempts', async function () {
@@ -224,7 +238,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       leaked.deliveries.push({ ...event('evt_leaked', ['ins_b1'], 'org-b').deliveries[0]! });
       await stores.log.recordEvents([leaked, event('evt_own_b', ['ins_b1'], 'org-b')]);
       await stores.log.recordOutcomes([{ id: 'evt_leaked:ins_b1', status: 'delivered', attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook', statusCode: 200 } }], run);
-      assert.ok(await stores.log.recordReplay({ id: 'evt_leaked:ins_b1:replay-1', eventId: 'evt_leaked', installationId: 'ins_b1', organizationId: 'org-b', eventType: 'space_content_updated' }, 'evt_leaked:ins_b1'));
+      assert.equal(await stores.log.recordReplay({ id: 'evt_leaked:ins_b1', eventId: 'evt_leaked', installationId: 'ins_b1', organizationId: 'org-b', eventType: 'space_content_updated' }), 'evt_leaked:ins_b1:replay-1');
 
       await quarantineCrossTenantDeliveries(stores.log.db);
       await quarantineCrossTenantDeliveries(stores.log.db); // as a migration run again after a crash

@@ -1,6 +1,6 @@
 import type { DeliveryLog } from '../delivery-log/delivery-log';
 import type { Delivery, DeliveryFilter, DeliverySummary, PageCursor } from '../delivery-log/types';
-import { deliveryId } from '../ids';
+import { notFound } from './errors';
 import type { HandOver, IngestService } from '../ingest/ingest-service';
 import type { PageTokens } from './page-tokens';
 import { activeTraceparent } from '../tracing';
@@ -31,7 +31,8 @@ export class DeliveryService {
   /** A new delivery with the same body and eventId: `<eventId>:<installationId>:replay-<n>`. */
   async replay(original: DeliverySummary): Promise<string> {
     const { ids } = await this.replayAll([original], true);
-    return ids[0]!;
+    if (!ids[0]) throw notFound('delivery'); // purged since it was read
+    return ids[0];
   }
 
   /** Every failed delivery in the filter, replayed once per event even if it failed several times. */
@@ -66,13 +67,10 @@ export class DeliveryService {
     const replays: HandOver[] = [];
     const trace = activeTraceparent();
     for (const original of originals) {
-      for (let n = 1; ; n++) {
-        const id = deliveryId(original.eventId, original.installationId, n);
-        const now = Date.now();
-        if (!(await this.log.recordReplay({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url }, original.id, now))) continue;
-        replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now, ...(trace && { trace }) });
-        break;
-      }
+      const now = Date.now();
+      const id = await this.log.recordReplay(original, now);
+      // Not when the original was purged since it was read: nothing is left to replay.
+      if (id) replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now, ...(trace && { trace }) });
     }
     const handedOver =
       handOver &&

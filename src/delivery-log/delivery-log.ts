@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, SelectQueryBuilder } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { LogDatabase } from './database';
+import { deliveryId } from '../ids';
 import type { AttemptsTable, DeliveriesTable, Schema } from './schema';
 import type { AttemptRecord, Delivery, DeliveryFilter, DeliveryOutcome, DeliveryStatus, DeliverySummary, DeliveryToAttempt, EventRecord, NewDelivery, NewEvent, PageCursor, WorkflowLink } from './types';
 
@@ -106,17 +107,29 @@ export class DeliveryLog {
     return records;
   }
 
-  /** A replay: a new delivery with the body of the one it replays; false when its id is taken. */
-  async recordReplay(delivery: Omit<NewDelivery, 'body'>, original: string, now = Date.now()): Promise<boolean> {
-    const source = await this.db.selectFrom('deliveries').select('body').where('id', '=', original).executeTakeFirst();
-    if (!source) throw new Error(`delivery ${original} is no longer in the log`);
-    const inserted = await this.db
-      .insertInto('deliveries')
-      .values({ ...this.deliveryRow({ ...delivery, body: '' }, now), body: source.body, replay_of: original })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .returning('id')
-      .execute();
-    return inserted.length === 1;
+  /**
+   * A replay: a new delivery with the body of the one it replays, under the next free
+   * `<eventId>:<installationId>:replay-<n>` (found in one read of the event's deliveries; a
+   * concurrent replay taking it moves to the next). Answers its id, or undefined when the
+   * original is no longer in the log (purged since it was read).
+   */
+  async recordReplay(original: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>, now = Date.now()): Promise<string | undefined> {
+    const source = await this.db.selectFrom('deliveries').select('body').where('id', '=', original.id).executeTakeFirst();
+    if (!source) return undefined;
+    const prefix = `${deliveryId(original.eventId, original.installationId)}:replay-`;
+    const siblings = await this.db.selectFrom('deliveries').select('id').where('event_id', '=', original.eventId).where('installation_id', '=', original.installationId).execute();
+    let n = Math.max(0, ...siblings.map(({ id }) => (id.startsWith(prefix) ? Number(id.slice(prefix.length)) : 0)));
+    for (;;) {
+      const id = deliveryId(original.eventId, original.installationId, ++n);
+      const row = this.deliveryRow({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url, body: '' }, now);
+      const inserted = await this.db
+        .insertInto('deliveries')
+        .values({ ...row, body: source.body, replay_of: original.id })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute();
+      if (inserted.length === 1) return id;
+    }
   }
 
   private deliveryRow(delivery: NewDelivery, now: number) {
@@ -387,12 +400,22 @@ export class DeliveryLog {
   /**
    * Deletes what is older than `before`, at most `limit` rows of each table a step (a
    * delivery with its attempts), so that no transaction holds the writer long; answers how
-   * many rows went, 0 once nothing is left.
+   * many rows went, 0 once nothing is left. A delivery goes once it is final: one still
+   * pending was accepted and is the engine's to finish (a worker away longer than the
+   * retention). An event's record, which keeps its eventId taken, goes only once none of
+   * its deliveries, replays included, is left: while one is listed, a repeat of the event
+   * answers its first answer, and a new one cannot meet its old rows.
    */
   async purge(before: number, limit = 5000): Promise<number> {
     const [deliveries, events, states] = await Promise.all([
-      this.db.selectFrom('deliveries').select('id').where('created_at', '<', before).limit(limit).execute(),
-      this.db.selectFrom('events').select('event_id').where('created_at', '<', before).limit(limit).execute(),
+      this.db.selectFrom('deliveries').select('id').where('created_at', '<', before).where('status', '!=', 'pending').limit(limit).execute(),
+      this.db
+        .selectFrom('events')
+        .select('event_id')
+        .where('created_at', '<', before)
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.event_id', '=', 'events.event_id'))))
+        .limit(limit)
+        .execute(),
       this.db.selectFrom('oauth_states').select('nonce').where('used_at', '<', before).limit(limit).execute(),
     ]);
     await this.db.transaction().execute(async (trx) => {
