@@ -75,7 +75,6 @@ export class IngestService {
     const answer = await inSpan(span, () => this.commits[this.shards.shardOf(eventId)]!.submit({ event: { ...event, eventId }, deadline, trace: traceparentOf(span) }, deadline));
     if (answer instanceof EventIdTakenError) throw answer;
     span.setAttribute('event.deliveries', answer.deliveries.length);
-    eventsIngested.inc({ type: event.type });
     return answer;
   }
 
@@ -110,6 +109,8 @@ export class IngestService {
     // The hand-over may take as long as the latest of its requests may wait, no longer: a hung one frees the shard's flush for those behind it.
     const deadline = Math.max(...submitted.map((item) => item.deadline));
     const records = await this.commit([...planned.values()], traces, deadline);
+    // New events only: a repeated eventId (a client's retry, another API's) is answered again, not ingested again.
+    for (const record of records.values()) if (record.fresh) eventsIngested.inc({ type: record.eventType });
     return events.map((event) => {
       const record = records.get(event.eventId)!;
       if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} is taken by an earlier event that is not this one; give this event an id of its own`);

@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'platform_' });
 
-export const eventsIngested = new Counter({ name: 'platform_events_ingested_total', help: 'Events accepted by ingest (202), by type', labelNames: ['type'], registers: [registry] });
+export const eventsIngested = new Counter({ name: 'platform_events_ingested_total', help: 'Events ingested (202), by type: new ones only, not an eventId answered again', labelNames: ['type'], registers: [registry] });
 export const ingestUnavailable = new Counter({ name: 'platform_ingest_unavailable_total', help: 'Ingest answers of 503: the engine or the log did not take the event in time', registers: [registry] });
 export const deliveriesFinished = new Counter({ name: 'platform_deliveries_total', help: 'Deliveries that reached a final state, by status and event type', labelNames: ['status', 'event_type'], registers: [registry] });
 export const attemptDuration = new Histogram({
