@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { IsolatePool } from '../src/isolates/isolate-pool';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
-import { isAlive } from '../src/net/procfs';
+import { isAlive, listeningPorts } from '../src/net/procfs';
 
 const MiB = 1024 * 1024;
 
@@ -48,6 +48,19 @@ describe('a workerd process (real workerd through miniflare)', function () {
     } finally {
       await isolate.dispose();
       listener.close();
+    }
+  });
+
+  it('knows its own process when several start at once, and when one starts alone beside others', async function () {
+    const start = () => WorkerdProcess.start({ modules: [{ name: 'main.js', type: 'ESModule', contents: handlerModule('return new Response(String(1));') }], memoryLimitBytes: 128 * MiB });
+    const together = await Promise.all([start(), start(), start()]);
+    const alone = await start();
+    try {
+      const all = [...together, alone];
+      assert.equal(new Set(all.map((isolate) => isolate.pid)).size, 4);
+      for (const isolate of all) assert.ok(listeningPorts([isolate.pid]).has(Number(isolate.url.port)), `pid ${isolate.pid} listens on its own socket`);
+    } finally {
+      await Promise.all([...together, alone].map((isolate) => isolate.dispose()));
     }
   });
 

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { tiedToParent } from '../lifecycle';
-import { childrenOf, isAlive, listeningPorts, residentBytes } from '../net/procfs';
+import { childrenOf, commandOf, isAlive, listenerOf, residentBytes } from '../net/procfs';
 
 /**
  * miniflare spawns MINIFLARE_WORKERD_PATH: a script of ours that execs the real binary tied
@@ -71,6 +71,8 @@ export class WorkerdStartError extends Error {}
  */
 export class WorkerdProcess {
   private static readonly live = new Set<WorkerdProcess>();
+  /** Pids of processes started here and not yet known to be gone: a new one is not among them. */
+  private static readonly claimed = new Set<number>();
   private static poller?: NodeJS.Timeout;
   endReason?: EndReason;
   private disposed = false;
@@ -110,11 +112,12 @@ export class WorkerdProcess {
       await miniflare.dispose().catch(() => undefined);
       throw new WorkerdStartError(uncaught(stderr) ?? 'the isolate runtime failed to start');
     }
-    const pid = findWorkerdPid(Number(url.port));
+    const pid = findWorkerdPid(Number(url.port), WorkerdProcess.claimed);
     if (pid === undefined) {
       await miniflare.dispose().catch(() => undefined);
       throw new WorkerdStartError('the isolate runtime started, but its process was not found');
     }
+    WorkerdProcess.claimed.add(pid);
     const started = new WorkerdProcess(miniflare, pid, await miniflare.unsafeGetDirectURL(), options.memoryLimitBytes);
     WorkerdProcess.watch(started);
     return started;
@@ -160,6 +163,7 @@ export class WorkerdProcess {
     this.agent.destroy();
     // miniflare SIGKILLs its workerd process and waits for it to exit.
     await this.miniflare.dispose().catch(() => undefined);
+    WorkerdProcess.claimed.delete(this.pid);
   }
 
   /** One timer reads the memory of every live process; over its bound, a process is killed. */
@@ -171,6 +175,7 @@ export class WorkerdProcess {
         if (rss === undefined) {
           if (!process.endReason) process.endReason = 'crashed';
           WorkerdProcess.live.delete(process);
+          WorkerdProcess.claimed.delete(process.pid);
         } else if (rss > process.memoryLimitBytes) {
           process.kill('memory');
           WorkerdProcess.live.delete(process);
@@ -184,9 +189,17 @@ export class WorkerdProcess {
   }
 }
 
-/** The workerd child of this process that listens on `port`. */
-function findWorkerdPid(port: number): number | undefined {
-  return childrenOf(process.pid).find((pid) => listeningPorts([pid]).has(port));
+/**
+ * The workerd child of this process that listens on `port`. The one workerd child not
+ * claimed yet is it (it listens, so it has exec'd): no read of the host's socket table,
+ * which lists every socket of the host, thousands under load (read once per child, it made
+ * each cold start in the bench tens of ms slower than the one before). With several
+ * starting at once, or a claimed pid reused, the table says which.
+ */
+function findWorkerdPid(port: number, claimed: ReadonlySet<number>): number | undefined {
+  const workerds = childrenOf(process.pid).filter((pid) => commandOf(pid) === 'workerd');
+  const unclaimed = workerds.filter((pid) => !claimed.has(pid));
+  return unclaimed.length === 1 ? unclaimed[0] : listenerOf(port, workerds);
 }
 
 /** workerd's "Uncaught SyntaxError: …" line, without the file paths of this host. */

@@ -88,6 +88,18 @@ export function listeningPorts(pids: Iterable<number>): Set<number> {
   return ports;
 }
 
+/** Which of the given processes listens on `port` (the host's socket table read once). */
+export function listenerOf(port: number, pids: Iterable<number>): number | undefined {
+  const sockets = listeningSockets();
+  for (const pid of pids) if (socketInodes(pid).some((inode) => sockets.get(inode) === port)) return pid;
+  return undefined;
+}
+
+/** A process's command name (its executable's, once it has exec'd), or '' once it is gone. */
+export function commandOf(pid: number): string {
+  return readOr(`/proc/${pid}/comm`).trim();
+}
+
 /** Resident set size in bytes, or undefined once the process is gone. */
 export function residentBytes(pid: number): number | undefined {
   const statm = readOr(`/proc/${pid}/statm`);
