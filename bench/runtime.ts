@@ -6,7 +6,7 @@ import path from 'node:path';
 import { bundleScript } from '../src/cli/bundle';
 import { childrenOf } from '../src/net/procfs';
 import { closedLoop, percentile, progress } from './load';
-import type { Stack } from './stack';
+import { settled, type Stack } from './stack';
 
 const round = (value: number) => Math.round(value * 10) / 10;
 
@@ -64,6 +64,8 @@ export async function publicEndpointScenario(stack: Stack, call: (token: string,
   await call(token, 'POST', '/v1/integrations', { manifest, script: await bundleScript(path.join(dir, 'src', 'index.ts')) });
 
   const coldStarts: number[] = [];
+  const settling = progress('f', () => 'waiting for the platform to settle from the scenario before');
+  const settleMs = await settled(stack).finally(settling);
   let endpoint = '';
   for (let i = 0; i < 5; i++) {
     // A new installation in a new organization is a new isolate: its first call is a cold start.
@@ -103,6 +105,7 @@ export async function publicEndpointScenario(stack: Stack, call: (token: string,
     ratio: Math.round((platform.perS / baseline.perS) * 1000) / 1000,
     warmOverheadP50Ms: round(warm.p50Ms - bareWarm.p50Ms),
     coldStartMs: coldStarts.map(round),
+    settleMs,
     isolateRssMiB: stack.platformPid ? isolateRssMiB(stack.platformPid) : [],
   };
 }

@@ -64,6 +64,24 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
+/**
+ * Until the stack's processes use less than `share` of a core over half a second (the tail
+ * of the scenario before: epoch workflows completing, outcomes written), at most
+ * `timeoutMs`; answers how long that took, ms. A scenario that times single calls (a cold
+ * start) otherwise times that tail's contention.
+ */
+export async function settled(stack: Stack, share = 0.1, timeoutMs = 30_000): Promise<number> {
+  const started = performance.now();
+  const used = () => Object.values(stack.cpu()).reduce((sum: number, seconds) => sum + (seconds ?? 0), 0);
+  for (let before = used(); performance.now() - started < timeoutMs; ) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = used();
+    if (now - before < share * 0.5) break;
+    before = now;
+  }
+  return Math.round(performance.now() - started);
+}
+
 function logSize(dataDir: string): number {
   const files = ['delivery-log.db', 'delivery-log.db-wal', 'delivery-log.db-shm'].map((file) => path.join(dataDir, file));
   return Math.round((files.filter(existsSync).reduce((sum, file) => sum + statSync(file).size, 0) / 2 ** 20) * 10) / 10;
