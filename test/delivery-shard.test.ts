@@ -145,8 +145,9 @@ describe('the delivery shard workflow', function () {
     try {
       const start = Date.now();
       const retries = (from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:ins_hang`, installationId: 'ins_hang', attempt: 2, dueAt }));
-      // One retry due now; 5 due in 4 s and 5 more in 6 s, after the run has continued as new.
-      const input: ShardInput = { shard: 0, epochEndsAt: start + 60_000, handOversPerRun: 1, entries: [...retries(0, 1, 0), ...retries(1, 5, start + 4000), ...retries(6, 5, start + 6000)] };
+      // One retry due now; 5 due in 6 s and 5 more in 9 s, after the run has continued as new.
+      const [firstDue, secondDue] = [start + 6000, start + 9000];
+      const input: ShardInput = { shard: 0, epochEndsAt: start + 60_000, handOversPerRun: 1, entries: [...retries(0, 1, 0), ...retries(1, 5, firstDue), ...retries(6, 5, secondDue)] };
       const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hanging-carried-${worker.taskQueue}`, args: [input] });
       await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first retry');
       answered(batches[0]!, { error: 'timeout' });
@@ -154,8 +155,9 @@ describe('the delivery shard workflow', function () {
       // Its one hand-over per run taken, the run continues as new with the 10 retries waiting.
       await handle.signal(handOverSignal, [{ id: 'evt_x:ins_other', installationId: 'ins_other' }]);
       await waitFor(async () => ((await handle.describe()).runId !== firstRun ? true : undefined), 10_000, 'the run to continue as new');
+      assert.ok(Date.now() < firstDue - 2000, 'the run continued as new well before the retries it carries were due (the lead is 1.5 s)');
       await waitFor(async () => (hangingBatches().length === 2 ? true : undefined), 10_000, 'the 5 due first');
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, start + 8000 - Date.now())));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, secondDue + 2000 - Date.now())));
       assert.deepEqual(hangingBatches(), [1, 5], 'the 5 due next wait while the receiver hangs');
       // An answer lifts the hold in the new run as in the first.
       answered(batches.find((batch) => batch.entries.length === 5)!, { statusCode: 500 });
