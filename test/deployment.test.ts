@@ -95,7 +95,10 @@ describe('deployment files', function () {
     assert.deepEqual(mounts.sort(), ['/etc/prometheus/admin-token', '/etc/prometheus/alerts.yml', '/etc/prometheus/prometheus.yml']);
     const rules = parse(read('deploy/prometheus/alerts.yml')).groups[0].rules;
     assert.deepEqual(rules.map((rule: any) => rule.alert), ['DeliveriesFailing', 'DeliveriesAbsentFromLog']);
-    assert.match(rules[0].expr, /platform_deliveries_total\{status="failed"\}/);
+    // Failures the receiver or the platform caused, not a tenant's pause or deletion.
+    assert.match(rules[0].expr, /platform_deliveries_total\{status="failed",reason!~"installation_\.\*"\}/);
+    const finished = registry.getMetricsAsArray().find((metric) => metric.name === 'platform_deliveries_total') as { labelNames?: string[] } | undefined;
+    assert.deepEqual(finished?.labelNames, ['status', 'event_type', 'reason']);
     assert.match(rules[1].expr, /platform_deliveries_absent_total/);
     const registered = new Set(registry.getMetricsAsArray().map((metric) => metric.name));
     for (const rule of rules) for (const [name] of rule.expr.matchAll(/platform_\w+/g)) assert.ok(registered.has(name), `${rule.alert} reads ${name}, which the platform does not export`);

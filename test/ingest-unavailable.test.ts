@@ -3,6 +3,10 @@ import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { idsOfOneShard, WHOLE_RUN_EPOCH_MS } from './support/settings';
 import { postUntilAccepted, runWorkerOf } from './support/worker-outage';
+import { eventsIngested } from '../src/metrics';
+
+/** platform_events_ingested_total of this process (the test's API runs in it). */
+const ingestedCount = async () => (await eventsIngested.get()).values.reduce((sum, { value }) => sum + value, 0);
 
 describe('ingest while the engine does not answer', function () {
   this.timeout(90_000);
@@ -26,6 +30,7 @@ describe('ingest while the engine does not answer', function () {
     const early = [first, second].map((eventId) => ({ ...spaceEvent(tenant.org, 'down'), eventId }));
     for (const accepted of early) assert.equal((await platform.admin('POST', '/v1/events', accepted)).status, 202);
     const event = { ...spaceEvent(tenant.org, 'down'), eventId: third };
+    const ingestedBefore = await ingestedCount();
     const started = Date.now();
     const refused = await platform.admin('POST', '/v1/events', event);
     const elapsed = Date.now() - started;
@@ -53,6 +58,8 @@ describe('ingest while the engine does not answer', function () {
     worker = await runWorkerOf(platform);
     try {
       const accepted = await postUntilAccepted(platform, event, 15_000);
+      // Recorded at its first, refused ingest, it was counted then: its retries are not counted again.
+      assert.equal((await ingestedCount()) - ingestedBefore, 1);
       const delivery = await platform.finalDelivery(accepted.body.deliveries[0], tenant.token);
       assert.equal(delivery.status, 'delivered');
       await waitFor(async () => (receiver.requests.length >= 3 ? true : undefined), 10_000, 'the deliveries');

@@ -10,7 +10,7 @@ import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, postOnce } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
-import { attemptDuration, deliveriesAbsent, deliveriesFinished, logWriteLag, retriesScheduled, statusClass } from '../metrics';
+import { attemptDuration, deliveriesAbsent, deliveriesFinished, logWriteLag, reasonLabel, retriesScheduled, statusClass } from '../metrics';
 import { publicEndpoint } from '../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
@@ -61,7 +61,7 @@ function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>,
     // An attempt recorded by an earlier run of this batch was counted then.
     if (outcome.attempt && attemptedNow.has(outcome.id)) attemptDuration.observe({ status_class: statusClass(outcome.attempt.statusCode) }, outcome.attempt.durationMs / 1000);
     if (outcome.status === 'pending') retriesScheduled.inc();
-    else deliveriesFinished.inc({ status: outcome.status, event_type: deliveries.get(outcome.id)?.eventType ?? 'unknown' });
+    else deliveriesFinished.inc({ status: outcome.status, event_type: deliveries.get(outcome.id)?.eventType ?? 'unknown', reason: reasonLabel(outcome.reason) });
   }
 }
 
@@ -110,17 +110,19 @@ async function waitUntil(at: number): Promise<void> {
 const timeOf = (entry: AttemptBatchInput['entries'][number]): number => (entry.notBefore === undefined ? 0 : entry.notBefore + (entry.clock === CLOCK ? 0 : CLOCK_MARGIN_MS));
 
 /**
- * An installation that stopped listening after fan-out (paused, deleted, the event no
- * longer selected) ends the delivery as a replayable failure, before its first attempt
- * too: the event was accepted for it, and a resume must be able to bring it back.
- * Fan-out itself records `skipped` for an installation already paused.
+ * An installation that stopped listening after fan-out stops the delivery. A pause always
+ * ends it as a replayable failure, before its first attempt too: the event was accepted for
+ * it, and a resume must be able to bring it back (fan-out itself records `skipped` for an
+ * installation already paused). Deleted or no longer selecting the event, before any
+ * attempt it is "not for it" (`skipped`: a replay could not change that); after one, a
+ * failure.
  */
-function notAttempted(delivery: DeliveryToAttempt, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
+function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
   const stopped = !target || target.status === 'deleted' ? 'installation_deleted' : target.status === 'paused' ? 'installation_paused' : undefined;
   const unreachable = target?.integration === WEBHOOK_INTEGRATION && !target.url;
   const reason = stopped ?? (unreachable || !target?.events.includes(delivery.eventType) ? 'event_not_selected' : undefined);
   if (!reason) return undefined;
-  return { id: delivery.id, status: 'failed', reason };
+  return { id: delivery.id, status: attempt === 1 && reason !== 'installation_paused' ? 'skipped' : 'failed', reason };
 }
 
 /**
@@ -235,7 +237,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       }, RECORD_EVERY_MS);
       const outcomes = await Promise.all(
         input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {
-          const { id } = entry;
+          const { id, attempt } = entry;
           const delivery = deliveries.get(id);
           // Finished already (handed over twice), or not in the log (reported above): nothing to do.
           if (!delivery) return undefined;
@@ -243,7 +245,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (delivery.recorded) return judge(id, delivery.recorded);
           await waitUntil(timeOf(entry));
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
-          const outcome = notAttempted(delivery, target) ?? (await tracedAttempt(delivery, entry, target!));
+          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!));
           if (outcome.attempt) endedAt.set(id, performance.now());
           recorder.add(outcome);
           return outcome;

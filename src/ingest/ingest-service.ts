@@ -6,7 +6,7 @@ import type { IngestedEvent } from '../webhooks/events';
 import type { ShardItem } from '../workflows/delivery-shard';
 import { planDeliveries } from './fanout';
 import { GroupCommit } from './group-commit';
-import { deliveriesFinished, eventsIngested } from '../metrics';
+import { deliveriesFinished, eventsIngested, reasonLabel } from '../metrics';
 import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
 import { inSpan, linksTo, traceparentOf, tracer } from '../tracing';
 import { settleAll } from '../settle-all';
@@ -108,9 +108,12 @@ export class IngestService {
     }
     // The hand-over may take as long as the latest of its requests may wait, no longer: a hung one frees the shard's flush for those behind it.
     const deadline = Math.max(...submitted.map((item) => item.deadline));
-    const records = await this.commit([...planned.values()], traces, deadline);
-    // New events only: a repeated eventId (a client's retry, another API's) is answered again, not ingested again.
-    for (const record of records.values()) if (record.fresh) eventsIngested.inc({ type: record.eventType });
+    // New events are counted once recorded, before their hand-over: one whose ingest answered
+    // 503 was ingested all the same, and its retry is answered again, not counted again.
+    const countNew = (records: Map<string, EventRecord>) => {
+      for (const record of records.values()) if (record.fresh) eventsIngested.inc({ type: record.eventType });
+    };
+    const records = await this.commit([...planned.values()], traces, deadline, countNew);
     return events.map((event) => {
       const record = records.get(event.eventId)!;
       if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} is taken by an earlier event that is not this one; give this event an id of its own`);
@@ -127,10 +130,11 @@ export class IngestService {
    * (idempotent, and it touches only the recorded event's own deliveries): its true repeat
    * may share the flush with another organization's reuse of it, which is refused.
    */
-  async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number): Promise<Map<string, EventRecord>> {
+  async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number, onRecorded?: (records: Map<string, EventRecord>) => void): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
     const now = Date.now();
     const records = await this.log.recordEvents(events, now);
+    onRecorded?.(records);
     const handOver: HandOver[] = [];
     const earlier: string[] = [];
     for (const record of records.values()) {
@@ -140,7 +144,7 @@ export class IngestService {
       }
       const trace = traces.get(record.eventId);
       for (const delivery of planned.get(record.eventId)!.deliveries) {
-        if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType });
+        if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType, reason: reasonLabel(delivery.skipReason) });
         else handOver.push({ id: delivery.id, eventId: record.eventId, installationId: delivery.installationId, createdAt: now, ...(trace && { trace }) });
       }
     }

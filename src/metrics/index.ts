@@ -10,7 +10,14 @@ collectDefaultMetrics({ register: registry, prefix: 'platform_' });
 
 export const eventsIngested = new Counter({ name: 'platform_events_ingested_total', help: 'Events ingested (202), by type: new ones only, not an eventId answered again', labelNames: ['type'], registers: [registry] });
 export const ingestUnavailable = new Counter({ name: 'platform_ingest_unavailable_total', help: 'Ingest answers of 503: the engine or the log did not take the event in time', registers: [registry] });
-export const deliveriesFinished = new Counter({ name: 'platform_deliveries_total', help: 'Deliveries that reached a final state, by status and event type', labelNames: ['status', 'event_type'], registers: [registry] });
+export const deliveriesFinished = new Counter({
+  name: 'platform_deliveries_total',
+  help: 'Deliveries that reached a final state, by status, event type and reason (empty when the receiver decided; installation_paused, installation_deleted, event_not_selected, platform_error)',
+  labelNames: ['status', 'event_type', 'reason'],
+  registers: [registry],
+});
+/** A reason as a label: its class, without the detail some carry (`platform_error: …`), so that labels stay few. */
+export const reasonLabel = (reason: string | undefined): string => reason?.split(':')[0] ?? '';
 export const attemptDuration = new Histogram({
   name: 'platform_attempt_duration_seconds',
   help: 'Delivery attempts (webhook POSTs and calls into integration code), by outcome class (2xx, 4xx, 5xx, error)',
