@@ -80,6 +80,7 @@ describe('listing and replaying deliveries', function () {
       assert.deepEqual(refused.body.details.map((d: any) => d.field), [query.split('=')[0]], query);
     }
     assert.equal((await get('/v1/deliveries?since=2026-11-22T10:00:00%2B01:00&limit=200')).status, 200);
+    assert.equal((await get('/v1/deliveries?since=1970-01-01T00:00:00Z')).status, 200, 'the epoch is a time like any other');
     const forged = await get(`/v1/deliveries?installation=${hook.id}&pageToken=Zm9yZ2Vk.AAAAAAAAAAAAAAAAAAAAAA`);
     assert.equal(forged.status, 400, JSON.stringify(forged.body));
     assert.deepEqual(forged.body.details, [{ field: 'pageToken', message: 'is not valid' }]);
@@ -167,7 +168,9 @@ describe('listing and replaying deliveries', function () {
     await platform.stores.log.recordEvents([recorded(`evt_${org}_recent`)], Date.now() - 29 * 86_400_000);
     const handle = await platform.client.workflow.start(retentionWorkflow, { workflowId: `retention-test-${org}`, taskQueue: platform.taskQueue });
     try {
-      await waitFor(async () => ((await platform.stores.log.get(`evt_${org}_old_2:ins_r`)) === undefined && (await platform.stores.log.get(`evt_${org}_old_1:ins_r`)) === undefined ? true : undefined), 20_000, 'the purge');
+      // Event records go a step after their last delivery: wait for those too.
+      const eventLeft = async (eventId: string) => (await platform.stores.log.db.selectFrom('events').select('event_id').where('event_id', '=', eventId).executeTakeFirst()) !== undefined;
+      await waitFor(async () => ((await platform.stores.log.get(`evt_${org}_old_2:ins_r`)) === undefined && !(await eventLeft(`evt_${org}_old_1`)) && !(await eventLeft(`evt_${org}_old_2`)) ? true : undefined), 20_000, 'the purge');
       assert.ok(await platform.stores.log.get(`evt_${org}_recent:ins_r`));
       assert.equal((await platform.stores.log.get(`evt_${org}_old_pending:ins_r`))?.status, 'pending');
       assert.equal((await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`)])).get(`evt_${org}_old_1`)!.fresh, true, 'its dedupe record went too');

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, SelectQueryBuilder } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, SelectQueryBuilder } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { LogDatabase } from './database';
 import { deliveryId } from '../ids';
@@ -407,13 +407,14 @@ export class DeliveryLog {
    * answers its first answer, and a new one cannot meet its old rows.
    */
   async purge(before: number, limit = 5000): Promise<number> {
+    const noDeliveryLeft = ({ not, exists, selectFrom }: ExpressionBuilder<Schema, 'events'>) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.event_id', '=', 'events.event_id')));
     const [deliveries, events, states] = await Promise.all([
       this.db.selectFrom('deliveries').select('id').where('created_at', '<', before).where('status', '!=', 'pending').limit(limit).execute(),
       this.db
         .selectFrom('events')
         .select('event_id')
         .where('created_at', '<', before)
-        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.event_id', '=', 'events.event_id'))))
+        .where(noDeliveryLeft)
         .limit(limit)
         .execute(),
       this.db.selectFrom('oauth_states').select('nonce').where('used_at', '<', before).limit(limit).execute(),
@@ -423,7 +424,8 @@ export class DeliveryLog {
         await trx.deleteFrom('attempts').where('delivery_id', 'in', part).execute();
         await trx.deleteFrom('deliveries').where('id', 'in', part).execute();
       }
-      for (const part of chunks(events.map((row) => row.event_id))) await trx.deleteFrom('events').where('event_id', 'in', part).execute();
+      // Again here: a replay recorded since the select keeps its event's record.
+      for (const part of chunks(events.map((row) => row.event_id))) await trx.deleteFrom('events').where('event_id', 'in', part).where(noDeliveryLeft).execute();
       for (const part of chunks(states.map((row) => row.nonce))) await trx.deleteFrom('oauth_states').where('nonce', 'in', part).execute();
     });
     return deliveries.length + events.length + states.length;

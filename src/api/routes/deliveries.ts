@@ -26,7 +26,7 @@ function checkQuery(query: Record<string, string | undefined>): void {
     if (query[field] !== undefined && !isId(query[field]!)) details.push({ field, message: 'must be an id' });
   }
   if (query.status !== undefined && !STATUSES.includes(query.status as DeliveryStatus)) details.push({ field: 'status', message: `must be one of ${STATUSES.join(', ')}` });
-  for (const field of ['since', 'until'] as const) if (query[field] !== undefined && !isoTime(query[field]!)) details.push({ field, message: TIME_MESSAGE });
+  for (const field of ['since', 'until'] as const) if (query[field] !== undefined && isoTime(query[field]!) === undefined) details.push({ field, message: TIME_MESSAGE });
   if (query.pageToken !== undefined && !/^[A-Za-z0-9_-]{1,4096}\.[A-Za-z0-9_-]{22}$/.test(query.pageToken)) details.push({ field: 'pageToken', message: 'must be a token from a previous page' });
   if (query.limit !== undefined && !(/^\d{1,3}$/.test(query.limit) && Number(query.limit) >= 1 && Number(query.limit) <= PAGE_SIZE.max)) details.push({ field: 'limit', message: `must be a whole number from 1 to ${PAGE_SIZE.max}` });
   if (details.length) throw badRequest(`invalid query: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, details);
@@ -56,7 +56,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       path: '/v1/deliveries',
       summary: 'List deliveries, newest first',
       access: 'member',
-      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'ISO 8601 start time', until: 'ISO 8601 end time', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${PAGE_SIZE.max} (${PAGE_SIZE.default} unless given)`, pageToken: 'From the previous page' },
+      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'RFC 3339 start time, with its offset', until: 'RFC 3339 end time, with its offset', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${PAGE_SIZE.max} (${PAGE_SIZE.default} unless given)`, pageToken: 'From the previous page' },
       responses: { 200: { description: 'Deliveries without their attempts', schema: listOf(deliverySchema) } },
     },
     async ({ caller, query }) => {
@@ -114,7 +114,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       responses: { 202: { description: 'How many were replayed and their new ids' }, 404: { description: 'No such installation' }, 409: { description: 'The installation is paused' } },
     },
     async ({ caller, body }) => {
-      const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && !isoTime(body[field]!)).map((field) => ({ field, message: TIME_MESSAGE }));
+      const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && isoTime(body[field]!) === undefined).map((field) => ({ field, message: TIME_MESSAGE }));
       if (details.length) throw badRequest('invalid time range', details);
       const installation = await replayTarget(caller, body.installation);
       const time = (value?: string) => (value === undefined ? undefined : isoTime(value));
