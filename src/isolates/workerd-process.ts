@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { tiedToParent } from '../lifecycle';
-import { childrenOf, commandOf, isAlive, listenerOf, residentBytes } from '../net/procfs';
+import { childrenOf, commandOf, isAlive, listenerOf, residentBytes, startTimeOf } from '../net/procfs';
 
 /**
  * miniflare spawns MINIFLARE_WORKERD_PATH: a script of ours that execs the real binary tied
@@ -71,8 +71,8 @@ export class WorkerdStartError extends Error {}
  */
 export class WorkerdProcess {
   private static readonly live = new Set<WorkerdProcess>();
-  /** Pids of processes started here and not yet known to be gone: a new one is not among them. */
-  private static readonly claimed = new Set<number>();
+  /** Processes started here, by pid, with their start time (a pid may be used again). */
+  private static readonly claimed = new Map<number, string>();
   private static poller?: NodeJS.Timeout;
   endReason?: EndReason;
   private disposed = false;
@@ -117,7 +117,7 @@ export class WorkerdProcess {
       await miniflare.dispose().catch(() => undefined);
       throw new WorkerdStartError('the isolate runtime started, but its process was not found');
     }
-    WorkerdProcess.claimed.add(pid);
+    WorkerdProcess.claimed.set(pid, startTimeOf(pid));
     const started = new WorkerdProcess(miniflare, pid, await miniflare.unsafeGetDirectURL(), options.memoryLimitBytes);
     WorkerdProcess.watch(started);
     return started;
@@ -179,6 +179,7 @@ export class WorkerdProcess {
         } else if (rss > process.memoryLimitBytes) {
           process.kill('memory');
           WorkerdProcess.live.delete(process);
+          WorkerdProcess.claimed.delete(process.pid);
         }
       }
       if (WorkerdProcess.live.size === 0) {
@@ -191,15 +192,16 @@ export class WorkerdProcess {
 
 /**
  * The workerd child of this process that listens on `port`. The one workerd child not
- * claimed yet is it (it listens, so it has exec'd): no read of the host's socket table,
- * which lists every socket of the host, thousands under load (read once per child, it made
- * each cold start in the bench tens of ms slower than the one before). With several
- * starting at once, or a claimed pid reused, the table says which.
+ * claimed yet (by pid and start time) is it: it listens, so it has started, and no read of
+ * the host's socket table is needed, which lists every socket of the host, thousands under
+ * load (read once per child, it made each cold start in the bench tens of ms slower than
+ * the one before). Otherwise (several starting at once, an operator's binary of another
+ * name) the table says which child listens there, read once.
  */
-function findWorkerdPid(port: number, claimed: ReadonlySet<number>): number | undefined {
-  const workerds = childrenOf(process.pid).filter((pid) => commandOf(pid) === 'workerd');
-  const unclaimed = workerds.filter((pid) => !claimed.has(pid));
-  return unclaimed.length === 1 ? unclaimed[0] : listenerOf(port, workerds);
+function findWorkerdPid(port: number, claimed: ReadonlyMap<number, string>): number | undefined {
+  const children = childrenOf(process.pid);
+  const unclaimed = children.filter((pid) => commandOf(pid) === 'workerd' && claimed.get(pid) !== startTimeOf(pid));
+  return unclaimed.length === 1 ? unclaimed[0] : listenerOf(port, children);
 }
 
 /** workerd's "Uncaught SyntaxError: …" line, without the file paths of this host. */

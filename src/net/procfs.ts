@@ -95,6 +95,12 @@ export function listenerOf(port: number, pids: Iterable<number>): number | undef
   return undefined;
 }
 
+/** When a process started (clock ticks since boot, /proc stat field 22): with its pid, it names one process for good. */
+export function startTimeOf(pid: number): string {
+  const stat = readOr(`/proc/${pid}/stat`);
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+}
+
 /** A process's command name (its executable's, once it has exec'd), or '' once it is gone. */
 export function commandOf(pid: number): string {
   return readOr(`/proc/${pid}/comm`).trim();
