@@ -86,21 +86,31 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
     },
     async ({ body }) => {
       const deadline = Date.now() + INGEST_DEADLINE_MS;
-      // Every organization is known first, then the events go to ingest in the batch's order:
-      // of two with one eventId the earlier wins, whatever this process knew of their organizations.
-      const checked = await Promise.all(
+      // Each event goes to ingest once its organization is known, and after any earlier event
+      // of the batch with the same eventId has gone: of two, the earlier wins, whatever this
+      // process knew of their organizations, and one slow organization holds back only its own.
+      const turns = new Map<string, Promise<void>>();
+      const results = await Promise.all(
         body.events.map(async (raw, i) => {
           const path = `events[${i}]`;
+          let gone: (() => void) | undefined;
           try {
             const event = parseEvent(raw, path);
+            const earlier = event.eventId === undefined ? undefined : turns.get(event.eventId);
+            if (event.eventId !== undefined) turns.set(event.eventId, new Promise<void>((resolve) => (gone = resolve)));
             await checkOrganization(event, deadline, path);
-            return { event, path };
+            await earlier;
+            // submit queues the event before it awaits anything: the next of its eventId may go.
+            const answer = submit(event, deadline, path);
+            gone?.();
+            return await answer;
           } catch (err) {
-            return { path, refused: errorBody(err as Error) };
+            return errorBody(err as Error);
+          } finally {
+            gone?.();
           }
         }),
       );
-      const results = await Promise.all(checked.map(({ event, path, refused }) => refused ?? submit(event!, deadline, path).catch((err: Error) => errorBody(err))));
       // "Not known to be accepted" for the batch as a whole only when none was and the engine did not take one.
       const noneAccepted = results.every((result) => 'error' in result);
       if (noneAccepted && results.some((result) => 'error' in result && result.error === 'unavailable')) throw fromEngine(new Error('no event of the batch was accepted'));
