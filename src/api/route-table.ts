@@ -75,10 +75,10 @@ export class RouteTable {
 }
 
 /**
- * A body the parser cannot read is the client's error, said as such: its own refusals
- * (413, 415, bad JSON) keep their status; anything else it throws (zlib's, for a body
- * whose Content-Encoding lies) is a 400, not a 500 with a stack in the log. Errors of the
- * route after it pass untouched.
+ * A body that does not decompress (zlib's errors, for a body whose Content-Encoding lies)
+ * is the client's error: a 400 naming the encoding, not a 500 with a stack in the log. The
+ * parser's own refusals (413, 415, bad JSON) keep their status, its other errors stay the
+ * platform's, and errors of the route after it pass untouched.
  */
 function bodyErrorsAreTheClients(parser: (ctx: Context, next: Next) => Promise<unknown>) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -89,8 +89,9 @@ function bodyErrorsAreTheClients(parser: (ctx: Context, next: Next) => Promise<u
         return next();
       });
     } catch (err) {
-      const status = (err as { status?: unknown }).status;
-      if (parsed || (typeof status === 'number' && status >= 400 && status < 500)) throw err;
+      const { status, code } = err as { status?: unknown; code?: unknown };
+      const undecodable = typeof code === 'string' && /^(Z_|ERR_.*BROTLI|ERR_ZLIB)/.test(code);
+      if (parsed || !undecodable || (typeof status === 'number' && status >= 400 && status < 500)) throw err;
       const encoding = ctx.get('content-encoding');
       throw new ApiError(400, 'invalid_request', `request body could not be read${encoding ? ` as Content-Encoding ${encoding}` : ''}: ${(err as Error).message}`);
     }
