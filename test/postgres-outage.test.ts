@@ -57,10 +57,16 @@ describe('the platform while PostgreSQL cannot be reached', function () {
     const tenant = await platform.tenant();
     proxy.silence();
     try {
-      const started = Date.now();
-      assertUnavailable(await listDeliveries(tenant.token), /delivery log/);
-      const waited = Date.now() - started;
-      assert.ok(waited >= 4000 && waited < 8000, `answered after ${waited} ms: the connect timeout is 5 s`);
+      // A request may first meet a pooled connection as it ends (503 at once); one that has
+      // to connect waits for the connect timeout, 5 s, and no longer.
+      const waits: number[] = [];
+      while (waits.length < 3 && !waits.some((waited) => waited >= 4000)) {
+        const started = Date.now();
+        assertUnavailable(await listDeliveries(tenant.token), /delivery log/);
+        waits.push(Date.now() - started);
+      }
+      const connecting = waits.find((waited) => waited >= 4000);
+      assert.ok(connecting !== undefined && connecting < 8000, `answered after ${waits.join(', ')} ms: the connect timeout is 5 s`);
     } finally {
       await proxy.restore();
     }
