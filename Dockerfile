@@ -4,6 +4,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
+COPY schema ./schema
 COPY src ./src
 COPY test ./test
 COPY bench ./bench

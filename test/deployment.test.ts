@@ -43,6 +43,8 @@ describe('deployment files', function () {
     assert.deepEqual(services.api.command, ['node', 'dist/src/api/main.js']);
     assert.deepEqual(services.worker.command, ['node', 'dist/src/worker.js']);
     assert.match(read('Dockerfile'), /npm run build/);
+    // The build reads schema/ too (src/manifest/validate.ts imports its JSON Schema).
+    for (const dir of ['schema', 'src', 'bin']) assert.match(read('Dockerfile'), new RegExp(`^COPY ${dir} \\./${dir}$`, 'm'), dir);
   });
 
   it('the API and the worker run with the Node flags npm start gives the embedded default', function () {
