@@ -67,7 +67,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     toolEnv: env,
     taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
     logLevel: env.LOG_LEVEL || 'info',
-    databaseUrl: env.PLATFORM_DATABASE_URL || `sqlite:${path.join(dataDir, 'delivery-log.db')}`,
+    databaseUrl: databaseUrl(env.PLATFORM_DATABASE_URL, dataDir),
     retentionDays: positiveInteger('PLATFORM_DELIVERY_RETENTION_DAYS', env.PLATFORM_DELIVERY_RETENTION_DAYS, 30),
     temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
     deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 1),
@@ -96,6 +96,17 @@ export function parseEgressAllow(raw: string): string[] {
       if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) throw new Error(`PLATFORM_EGRESS_ALLOW: "${entry}" is not host:port`);
       return `${match[1]!.replace(/^\[(.*)\]$/, '$1').toLowerCase()}:${Number(match[2])}`;
     });
+}
+
+/**
+ * `postgres://…` (or `postgresql://…`) or `sqlite:<file>`; anything else is refused rather
+ * than taken for a file name (`mysql://x` became a SQLite file `./mysql:/x`). The message
+ * shows the scheme only: the URL may hold a password.
+ */
+function databaseUrl(raw: string | undefined, dataDir: string): string {
+  if (!raw) return `sqlite:${path.join(dataDir, 'delivery-log.db')}`;
+  if (/^(postgres(ql)?:\/\/|sqlite:)./i.test(raw)) return raw;
+  throw new Error(`PLATFORM_DATABASE_URL must be postgres://user:password@host:5432/db or sqlite:<file>, got one starting "${raw.split(/(?<=:)/)[0]!.slice(0, 20)}"`);
 }
 
 function positiveInteger(name: string, raw: string | undefined, fallback: number): number {

@@ -1,23 +1,39 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { generateEncryptionKey } from './temporal/codec';
 
-export interface GeneratedSecrets {
+/** secrets.json of a data directory. */
+interface StoredSecrets {
   adminToken: string;
-  encryptionKey: string;
+  /** Generated here when none was given at the first start; a given one is never written. */
+  encryptionKey?: string;
+  /** Of the key the directory's payloads are sealed with (absent in directories from before it). */
+  keyFingerprint?: string;
 }
+
+const fingerprint = (key: string): string => createHash('sha256').update(key).digest('hex').slice(0, 16);
 
 /**
  * The embedded default keeps its admin token and payload key in the data directory,
  * generated at first start (mode 0600), so a restart can still read its own histories.
+ * A key given by PLATFORM_ENCRYPTION_KEY is the directory's key from its first start: a
+ * different one later is refused, since it could read nothing the directory holds (it
+ * started healthy and every organization looked gone). A directory from before the
+ * fingerprint takes the key it is started with next.
  */
-export function loadOrCreateSecrets(dataDir: string): GeneratedSecrets {
+export function loadOrCreateSecrets(dataDir: string, givenKey?: string): { adminToken: string; encryptionKey: string } {
   mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'secrets.json');
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as GeneratedSecrets;
-  const secrets = { adminToken: `adm_${randomBytes(24).toString('base64url')}`, encryptionKey: generateEncryptionKey() };
-  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
-  chmodSync(file, 0o600);
-  return secrets;
+  const stored: StoredSecrets = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as StoredSecrets) : { adminToken: `adm_${randomBytes(24).toString('base64url')}`, ...(!givenKey && { encryptionKey: generateEncryptionKey() }) };
+  const key = givenKey ?? stored.encryptionKey;
+  if (!key) throw new Error(`PLATFORM_ENCRYPTION_KEY is not set, and ${dataDir} was first started with one: set it again`);
+  if (stored.keyFingerprint && stored.keyFingerprint !== fingerprint(key)) {
+    throw new Error(`PLATFORM_ENCRYPTION_KEY is not the key ${dataDir} was first started with${givenKey ? '' : ' (its secrets.json holds another)'}: it could read nothing there. Use that key, or another PLATFORM_DATA_DIR`);
+  }
+  if (!stored.keyFingerprint) {
+    writeFileSync(file, JSON.stringify({ ...stored, keyFingerprint: fingerprint(key) }, null, 2), { mode: 0o600 });
+    chmodSync(file, 0o600);
+  }
+  return { adminToken: stored.adminToken, encryptionKey: key };
 }

@@ -24,9 +24,9 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   installTemporalRuntime(logger);
   const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'integration-platform' });
-  const generated = loadOrCreateSecrets(config.dataDir);
+  const generated = loadOrCreateSecrets(config.dataDir, config.encryptionKey);
   const adminToken = config.adminToken ?? generated.adminToken;
-  const encryptionKey = config.encryptionKey ?? generated.encryptionKey;
+  const { encryptionKey } = generated;
   const embedded = !config.temporalAddress;
   const { allowPrivateTargets } = config;
   const platformPorts = platformPortsOf(config);

@@ -83,7 +83,7 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfi
  */
 export async function openLogDatabase(url: string, logger?: Logger): Promise<LogDatabase> {
   let database: LogDatabase;
-  if (/^postgres(ql)?:\/\//.test(url)) {
+  if (/^postgres(ql)?:\/\//i.test(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // The server ending a connection (a restart, a failover, a proxy's idle timeout) is an
     // 'error' of it, which ends the process if nothing listens: the pool listens only while
@@ -96,7 +96,7 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: { connect, end: () => pool.end() } }) });
     database = { db, dialect: 'postgres', close: () => db.destroy() };
   } else {
-    const file = url.replace(/^sqlite:/, '');
+    const file = url.replace(/^sqlite:/i, '');
     if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     const sqlite = new SqliteDatabase(file);
     // WAL: readers never wait for the writer, and API and worker processes may share the file.

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadOrCreateSecrets } from '../src/data-dir';
+import { configFromEnv } from '../src/config';
+import { generateEncryptionKey } from '../src/temporal/codec';
+
+describe('the data directory of the embedded default', function () {
+  const fresh = () => mkdtempSync(path.join(os.tmpdir(), 'platform-data-'));
+
+  it('keeps the key and token it generated across restarts, readable by its owner only', function () {
+    const dir = fresh();
+    const first = loadOrCreateSecrets(dir);
+    assert.deepEqual(loadOrCreateSecrets(dir), first);
+    assert.equal(statSync(path.join(dir, 'secrets.json')).mode & 0o777, 0o600);
+    assert.throws(() => loadOrCreateSecrets(dir, generateEncryptionKey()), /PLATFORM_ENCRYPTION_KEY is not the key .* was first started with: it could read nothing there/);
+  });
+
+  it('takes a key given at the first start as its key, without writing it; another one, or none, later is refused', function () {
+    const dir = fresh();
+    const key = generateEncryptionKey();
+    assert.equal(loadOrCreateSecrets(dir, key).encryptionKey, key);
+    assert.ok(!readFileSync(path.join(dir, 'secrets.json'), 'utf8').includes(key), 'the given key is not on disk');
+    assert.equal(loadOrCreateSecrets(dir, key).encryptionKey, key);
+    assert.throws(() => loadOrCreateSecrets(dir, generateEncryptionKey()), /could read nothing there/);
+    assert.throws(() => loadOrCreateSecrets(dir), /PLATFORM_ENCRYPTION_KEY is not set, and .* was first started with one/);
+  });
+
+  it('lets a directory from before the fingerprint take the key it is started with, then holds it to that key', function () {
+    const dir = fresh();
+    const key = generateEncryptionKey();
+    writeFileSync(path.join(dir, 'secrets.json'), JSON.stringify({ adminToken: 'adm_old', encryptionKey: generateEncryptionKey() }));
+    assert.deepEqual(loadOrCreateSecrets(dir, key), { adminToken: 'adm_old', encryptionKey: key });
+    assert.throws(() => loadOrCreateSecrets(dir), /could read nothing there/);
+  });
+
+  it('refuses a PLATFORM_DATABASE_URL that is neither postgres:// nor sqlite:, showing its scheme only', function () {
+    for (const url of ['mysql://user:secret@db/x', 'postgress://user:secret@db/x', 'pg://x', 'delivery.db']) {
+      assert.throws(() => configFromEnv({ PLATFORM_DATABASE_URL: url }), (err: Error) => /^PLATFORM_DATABASE_URL must be postgres:\/\//.test(err.message) && !err.message.includes('secret'), url);
+    }
+    for (const url of ['postgres://u@h/db', 'postgresql://u@h/db', 'Postgres://u@h/db', 'sqlite:/tmp/x.db']) assert.equal(configFromEnv({ PLATFORM_DATABASE_URL: url }).databaseUrl, url);
+  });
+});
