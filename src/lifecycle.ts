@@ -24,19 +24,27 @@ export function tiedToParent(command: string, args: string[]): [string, string[]
 }
 
 /**
+ * A signal this soon after the first is the same one again, not a second: Ctrl-C under
+ * `npm start` reaches node from the terminal and once more forwarded by npm.
+ */
+const SAME_SIGNAL_MS = 1000;
+
+/**
  * Stops on SIGINT or SIGTERM: `stop` gets STOP_DEADLINE_MS, then the process exits
- * whatever is still waiting; a second signal exits at once. Also stops when this process
- * is orphaned (its parent, `npm start` say, died), so that nothing it owns lives on.
+ * whatever is still waiting; a second signal (a second later or more) exits at once. Also
+ * stops when this process is orphaned (its parent, `npm start` say, died), so that
+ * nothing it owns lives on.
  */
 export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const exit = (code: number) => process.exit(code);
   const begin = (why: string) => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      if (performance.now() - stoppingSince < SAME_SIGNAL_MS) return;
       logger.warn({ why }, 'stopping at once');
       exit(1);
     }
-    stopping = true;
+    stoppingSince = performance.now();
     logger.info({ why }, 'stopping');
     setTimeout(() => {
       logger.warn({ ms: STOP_DEADLINE_MS }, 'stop took too long; exiting anyway');
