@@ -43,6 +43,13 @@ describe('deployment files', function () {
     assert.deepEqual(services.api.command, ['node', 'dist/src/api/main.js']);
     assert.deepEqual(services.worker.command, ['node', 'dist/src/worker.js']);
     assert.match(read('Dockerfile'), /npm run build/);
+    // They exit while Temporal does not answer yet (a first start): restarted until it does, after PostgreSQL is ready.
+    for (const name of ['api', 'worker']) {
+      assert.equal(services[name].restart, 'unless-stopped', name);
+      assert.equal(services[name].depends_on.postgresql.condition, 'service_healthy', name);
+    }
+    assert.match(services.postgresql.healthcheck.test.join(' '), /pg_isready/);
+    assert.match(services.api.healthcheck.test.join(' '), /\/readyz/);
     // The build reads schema/ too (src/manifest/validate.ts imports its JSON Schema).
     for (const dir of ['schema', 'src', 'bin']) assert.match(read('Dockerfile'), new RegExp(`^COPY ${dir} \\./${dir}$`, 'm'), dir);
   });
