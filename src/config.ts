@@ -48,8 +48,7 @@ export interface PlatformConfig {
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformConfig {
-  const port = Number(env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a TCP port, got "${env.PORT}"`);
+  const port = tcpPort('PORT', env.PORT, 8080);
   const dataDir = path.resolve(env.PLATFORM_DATA_DIR ?? './data');
   return {
     port,
@@ -62,8 +61,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     encryptionKey: env.PLATFORM_ENCRYPTION_KEY || undefined,
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
-    devServerPort: Number(env.PLATFORM_TEMPORAL_PORT ?? 7233),
-    devServerUiPort: Number(env.PLATFORM_TEMPORAL_UI_PORT ?? 8233),
+    devServerPort: tcpPort('PLATFORM_TEMPORAL_PORT', env.PLATFORM_TEMPORAL_PORT, 7233),
+    devServerUiPort: tcpPort('PLATFORM_TEMPORAL_UI_PORT', env.PLATFORM_TEMPORAL_UI_PORT, 8233),
     toolEnv: env,
     taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
     logLevel: env.LOG_LEVEL || 'info',
@@ -107,6 +106,13 @@ function databaseUrl(raw: string | undefined, dataDir: string): string {
   if (!raw) return `sqlite:${path.join(dataDir, 'delivery-log.db')}`;
   if (/^(postgres(ql)?:\/\/|sqlite:)./i.test(raw)) return raw;
   throw new Error(`PLATFORM_DATABASE_URL must be postgres://user:password@host:5432/db or sqlite:<file>, got one starting "${raw.split(/(?<=:)/)[0]!.slice(0, 20)}"`);
+}
+
+/** A TCP port to listen on; unset or empty is the default (an empty PORT= listened on a random port). */
+function tcpPort(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) throw new Error(`${name} must be a TCP port (0-65535), got "${raw}"`);
+  return Number(raw);
 }
 
 function positiveInteger(name: string, raw: string | undefined, fallback: number): number {
