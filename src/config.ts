@@ -97,6 +97,9 @@ export function parseEgressAllow(raw: string): string[] {
     });
 }
 
+/** A delivery log on PostgreSQL (schemes are case-insensitive); the embedded default's is `sqlite:<file>`. */
+export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
+
 /**
  * `postgres://…` (or `postgresql://…`) or `sqlite:<file>`; anything else is refused rather
  * than taken for a file name (`mysql://x` became a SQLite file `./mysql:/x`). The message
@@ -104,7 +107,7 @@ export function parseEgressAllow(raw: string): string[] {
  */
 function databaseUrl(raw: string | undefined, dataDir: string): string {
   if (!raw) return `sqlite:${path.join(dataDir, 'delivery-log.db')}`;
-  if (/^(postgres(ql)?:\/\/|sqlite:)./i.test(raw)) return raw;
+  if (isPostgresUrl(raw) || /^sqlite:./i.test(raw)) return raw;
   throw new Error(`PLATFORM_DATABASE_URL must be postgres://user:password@host:5432/db or sqlite:<file>, got one starting "${raw.split(/(?<=:)/)[0]!.slice(0, 20)}"`);
 }
 

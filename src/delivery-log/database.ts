@@ -6,6 +6,7 @@ import pg from 'pg';
 import { migrate } from './migrations';
 import type { Schema } from './schema';
 import type { Logger } from '../logger';
+import { isPostgresUrl } from '../config';
 
 export type LogDialect = 'sqlite' | 'postgres';
 
@@ -83,7 +84,7 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfi
  */
 export async function openLogDatabase(url: string, logger?: Logger): Promise<LogDatabase> {
   let database: LogDatabase;
-  if (/^postgres(ql)?:\/\//i.test(url)) {
+  if (isPostgresUrl(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // The server ending a connection (a restart, a failover, a proxy's idle timeout) is an
     // 'error' of it, which ends the process if nothing listens: the pool listens only while

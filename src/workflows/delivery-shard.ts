@@ -194,8 +194,8 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
    * ones still go side by side, so a busy installation keeps its pace. Receivers that hang
    * at a trickle of events, each retry its own small batch, cannot take the places other
    * installations' attempts need. One answer from the receiver, whatever its status, lifts it.
+   * A run continued as new is handed them; runs started before that carry replay as they ran.
    */
-  // A run another worker continued as new may carry them; runs started before that replay as they ran.
   const hanging = new Set<string>(wf.patched('carry-hanging-lanes') ? input.hanging : []);
   const noteHanging = (lane: string, results: AttemptBatchResult[]) => {
     // A first-attempt lane starts partial batches one at a time anyway.
