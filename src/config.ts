@@ -58,7 +58,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     adminToken: env.PLATFORM_ADMIN_TOKEN || undefined,
     allowPrivateTargets: env.PLATFORM_ALLOW_PRIVATE_TARGETS === 'true',
     egressAllow: parseEgressAllow(env.PLATFORM_EGRESS_ALLOW ?? ''),
-    encryptionKey: env.PLATFORM_ENCRYPTION_KEY || undefined,
+    encryptionKey: encryptionKey(env.PLATFORM_ENCRYPTION_KEY),
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     devServerPort: tcpPort('PLATFORM_TEMPORAL_PORT', env.PLATFORM_TEMPORAL_PORT, 7233),
@@ -109,6 +109,17 @@ function databaseUrl(raw: string | undefined, dataDir: string): string {
   if (!raw) return `sqlite:${path.join(dataDir, 'delivery-log.db')}`;
   if (isPostgresUrl(raw) || /^sqlite:./i.test(raw)) return raw;
   throw new Error(`PLATFORM_DATABASE_URL must be postgres://user:password@host:5432/db or sqlite:<file>, got one starting "${raw.split(/(?<=:)/)[0]!.slice(0, 20)}"`);
+}
+
+/**
+ * Base64 (or base64url) of exactly 32 bytes. Node's decoder skips what is not base64, so a
+ * key pasted with stray characters decoded to some other 32 bytes, and was refused only
+ * later, as "not the key the data directory was started with".
+ */
+function encryptionKey(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^[A-Za-z0-9+/_-]{43}=?$/.test(raw)) throw new Error(`PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64 (44 characters; \`openssl rand -base64 32\` makes one), got ${raw.length} characters${/[^A-Za-z0-9+/_=-]/.test(raw) ? ', some of them not base64' : ''}`);
+  return raw;
 }
 
 /** A TCP port to listen on; unset or empty is the default (an empty PORT= listened on a random port). */

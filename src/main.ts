@@ -23,7 +23,16 @@ async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel);
   installTemporalRuntime(logger);
+  // Ctrl-C, SIGTERM or the death of `npm start` stop what has started, in reverse order,
+  // within 10 s, whatever Temporal's state: during start-up too (building the Temporal CLI
+  // takes a minute). The dev server and the isolates die with this process in any case.
+  const started: (() => Promise<unknown> | undefined)[] = [];
+  stopOnSignals(async () => {
+    process.stdout.write('Stopping…\n');
+    for (const stop of [...started].reverse()) await stop();
+  }, logger);
   const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'integration-platform' });
+  started.push(() => tracing?.shutdown());
   const generated = loadOrCreateSecrets(config.dataDir, config.encryptionKey);
   const adminToken = config.adminToken ?? generated.adminToken;
   const { encryptionKey } = generated;
@@ -43,15 +52,24 @@ async function main(): Promise<void> {
       ui: { port: config.devServerUiPort, codecEndpoint: `${config.baseUrl}/codec` },
       onLog: (line) => logger.debug({ component: 'temporal' }, line),
     });
+    started.push(() => devServer!.stop());
   }
   const address = config.temporalAddress ?? devServer!.address;
   const settings = { address, namespace: config.temporalNamespace, encryptionKey, tracing };
   const client = await connectClient(settings);
+  started.push(() => client.connection.close());
   const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl, logger });
+  started.push(() => stores.close());
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
+  started.push(() => pool.close());
   const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, stores, runtime, baseUrl: config.baseUrl, deliveryShards: config.deliveryShards, webhookGuard: webhooks, retentionDays: config.retentionDays, logger });
   const workerRun = worker.run();
+  started.push(() => {
+    // The SDK's runtime starts the worker's shutdown on SIGINT/SIGTERM by itself.
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    return workerRun;
+  });
   const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];
   const api = await startApi(
     {
@@ -70,6 +88,7 @@ async function main(): Promise<void> {
     },
     config.port,
   );
+  started.push(() => api.close());
 
   process.stdout.write(
     [
@@ -83,19 +102,6 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
-
-  // Ctrl-C, SIGTERM or the death of `npm start` stop everything within 10 s, whatever
-  // Temporal's state; the dev server and the isolates die with this process in any case.
-  stopOnSignals(async () => {
-    process.stdout.write('Stopping…\n');
-    await api.close();
-    // The SDK's runtime starts the worker's shutdown on SIGINT/SIGTERM by itself.
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
-    await Promise.all([client.connection.close(), pool.close()]);
-    await Promise.all([stores.close(), tracing?.shutdown()]);
-    await devServer?.stop();
-  }, logger);
 }
 
 main().catch((err) => {

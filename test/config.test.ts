@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { configFromEnv } from '../src/config';
+import { generateEncryptionKey } from '../src/encryption';
 
 describe('configuration from the environment', function () {
   it('refuses a PLATFORM_DATABASE_URL that is neither postgres:// nor sqlite:, showing its scheme only', function () {
@@ -15,6 +16,16 @@ describe('configuration from the environment', function () {
     assert.equal(configFromEnv({ PLATFORM_TEMPORAL_PORT: '17233' }).devServerPort, 17233);
     for (const [name, value] of [['PORT', 'abc'], ['PLATFORM_TEMPORAL_PORT', 'abc'], ['PLATFORM_TEMPORAL_UI_PORT', '70000'], ['PORT', '-1']] as const) {
       assert.throws(() => configFromEnv({ [name]: value }), new RegExp(`^Error: ${name} must be a TCP port \\(0-65535\\), got "${value}"`), `${name}=${value}`);
+    }
+  });
+
+  it('takes a PLATFORM_ENCRYPTION_KEY of 32 bytes in base64 only: stray characters are refused, not skipped, and the key is never shown', function () {
+    const key = generateEncryptionKey();
+    assert.equal(configFromEnv({ PLATFORM_ENCRYPTION_KEY: key }).encryptionKey, key);
+    assert.equal(configFromEnv({ PLATFORM_ENCRYPTION_KEY: key.replace(/=$/, '').replaceAll('+', '-').replaceAll('/', '_') }).encryptionKey !== undefined, true, 'base64url without padding');
+    // Node's decoder read each of these as 32 bytes: the first as some other key.
+    for (const bad of [`!!${key}`, `${key} `, `"${key}"`, key.slice(0, 40), `${key}AAAA`]) {
+      assert.throws(() => configFromEnv({ PLATFORM_ENCRYPTION_KEY: bad }), (err: Error) => err.message.startsWith('PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64') && !err.message.includes(key.slice(0, 8)), JSON.stringify(bad));
     }
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generateEncryptionKey } from '../src/encryption';
@@ -202,6 +202,20 @@ describe('the embedded default leaves no orphan, however it dies', function () {
     const owned = await ownedProcesses(base, main.pid!);
     wrapper!.kill('SIGKILL');
     await waitFor(async () => ([main.pid!, ...owned].every((pid) => !isAlive(pid)) ? true : undefined), 15_000, 'main.js and what it owns to stop');
+  });
+
+  it('SIGINT during start-up (a dev server that never answers) stops main.js at once, its dev server with it', async function () {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-starting-'));
+    const cli = path.join(dir, 'temporal');
+    writeFileSync(cli, '#!/bin/sh\nexec sleep 300\n', { mode: 0o755 });
+    const main = spawn(process.execPath, [path.join(DIST, 'src', 'main.js')], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_CLI_PATH: cli, PLATFORM_DATA_DIR: dir, PORT: String(await freePort()), PLATFORM_TEMPORAL_PORT: String(await freePort()), PLATFORM_TEMPORAL_UI_PORT: String(await freePort()), LOG_LEVEL: 'error' }, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => main.once('exit', (code) => resolve(code)));
+    const devServer = await waitFor(async () => childrenOf(main.pid!).find((pid) => comm(pid) === 'sleep'), 20_000, 'the dev server to be started');
+    const signalled = Date.now();
+    main.kill('SIGINT');
+    assert.equal(await exited, 0);
+    await waitFor(async () => (isAlive(devServer) ? undefined : true), 5_000, 'the dev server to die');
+    assert.ok(Date.now() - signalled < 3_000, `stopped after ${Date.now() - signalled} ms`);
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
