@@ -1,7 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { generateEncryptionKey } from './temporal/codec';
+import { makeDirectory } from './make-directory';
 
 /** secrets.json of a data directory. */
 interface StoredSecrets {
@@ -23,7 +24,7 @@ const fingerprint = (key: string): string => createHash('sha256').update(key).di
  * fingerprint takes the key it is started with next.
  */
 export function loadOrCreateSecrets(dataDir: string, givenKey?: string): { adminToken: string; encryptionKey: string } {
-  mkdirSync(dataDir, { recursive: true });
+  makeDirectory(dataDir, 'PLATFORM_DATA_DIR');
   const file = path.join(dataDir, 'secrets.json');
   const stored: StoredSecrets = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as StoredSecrets) : { adminToken: `adm_${randomBytes(24).toString('base64url')}`, ...(!givenKey && { encryptionKey: generateEncryptionKey() }) };
   const key = givenKey ?? stored.encryptionKey;

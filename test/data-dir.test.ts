@@ -33,4 +33,14 @@ describe('the data directory of the embedded default', function () {
     assert.deepEqual(loadOrCreateSecrets(dir, key), { adminToken: 'adm_old', encryptionKey: key });
     assert.throws(() => loadOrCreateSecrets(dir), /could read nothing there/);
   });
+
+  it('creates missing parents, and refuses a place it cannot be at once, naming PLATFORM_DATA_DIR (Node\'s recursive mkdir spun for ever on /proc)', function () {
+    const dir = path.join(fresh(), 'a', 'b');
+    assert.equal(loadOrCreateSecrets(dir).adminToken.startsWith('adm_'), true);
+    const file = path.join(fresh(), 'file');
+    writeFileSync(file, '');
+    for (const [place, why] of [['/proc/sys/nope', /cannot create \/proc\/sys\/nope \(ENOENT\)/], [path.join(file, 'below'), /ENOTDIR/], [file, /is not a directory/]] as const) {
+      assert.throws(() => loadOrCreateSecrets(place), (err: Error) => err.message.startsWith('PLATFORM_DATA_DIR: ') && why.test(err.message), place);
+    }
+  });
 });

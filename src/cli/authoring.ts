@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { makeDirectory } from '../make-directory';
 import { createInterface } from 'node:readline/promises';
 import { parse } from 'yaml';
 import { MANIFEST_FILE, validateManifest } from '../manifest/validate';
@@ -31,7 +32,7 @@ export async function newIntegration(terminal: Terminal, cwd: string, name: stri
   }
   if (!org) throw new CliError('no organization given', 'pass --organization <id or subdomain>', 2);
   for (const [file, content] of Object.entries(scaffoldFiles(name, org))) {
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    makeDirectory(path.dirname(path.join(dir, file)), 'platform new');
     writeFileSync(path.join(dir, file), content);
   }
   terminal.print(`Created ${path.relative(cwd, dir) || '.'}/ with ${Object.keys(scaffoldFiles(name, org)).join(', ')}\nNext: cd ${name} && platform check`);

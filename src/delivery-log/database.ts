@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from 'kysely';
@@ -7,6 +6,7 @@ import { migrate } from './migrations';
 import type { Schema } from './schema';
 import type { Logger } from '../logger';
 import { isPostgresUrl } from '../config';
+import { makeDirectory } from '../make-directory';
 
 export type LogDialect = 'sqlite' | 'postgres';
 
@@ -98,7 +98,7 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     database = { db, dialect: 'postgres', close: () => db.destroy() };
   } else {
     const file = url.replace(/^sqlite:/i, '');
-    if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    if (file !== ':memory:') makeDirectory(path.dirname(path.resolve(file)), 'PLATFORM_DATABASE_URL');
     const sqlite = new SqliteDatabase(file);
     // WAL: readers never wait for the writer, and API and worker processes may share the file.
     sqlite.pragma('journal_mode = WAL');

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { makeDirectory } from '../make-directory';
 
 /** Newer tags carry a `replace` directive that `go install` refuses (DESIGN.md §2). */
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
@@ -53,7 +54,7 @@ export async function findOrBuildTemporalCli(
         `install Go and run "go install ${TEMPORAL_CLI_MODULE}", or set TEMPORAL_CLI_PATH.`,
     );
   }
-  mkdirSync(cacheDir, { recursive: true });
+  makeDirectory(cacheDir, 'the tool cache (XDG_CACHE_HOME or HOME)');
   say(`Building the Temporal CLI (${TEMPORAL_CLI_MODULE}) into ${cacheDir}.`);
   say('This happens once per machine and takes several minutes; later runs reuse the build.');
   await goInstall(go, cacheDir, env, say);
