@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { configFromEnv } from '../src/config';
+import { openLogDatabase } from '../src/delivery-log/database';
+import { listenOn } from '../src/net/listen';
+import { freePort } from '../src/temporal/dev-server';
 import { generateEncryptionKey } from '../src/encryption';
 
 describe('configuration from the environment', function () {
@@ -27,5 +31,18 @@ describe('configuration from the environment', function () {
     for (const bad of [`!!${key}`, `${key} `, `"${key}"`, key.slice(0, 40), `${key}AAAA`]) {
       assert.throws(() => configFromEnv({ PLATFORM_ENCRYPTION_KEY: bad }), (err: Error) => err.message.startsWith('PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64') && !err.message.includes(key.slice(0, 8)), JSON.stringify(bad));
     }
+  });
+
+  it('names the setting behind a port that is taken, and behind a database that cannot be reached (its password unsaid)', async function () {
+    const holder = http.createServer();
+    const port = await freePort();
+    await listenOn(holder, port, '127.0.0.1', 'PORT');
+    try {
+      await assert.rejects(listenOn(http.createServer(), port, '127.0.0.1', 'PORT'), { message: `PORT: port ${port} on 127.0.0.1 is taken by another process; set PORT to a free port` });
+    } finally {
+      holder.close();
+    }
+    const closed = await freePort();
+    await assert.rejects(openLogDatabase(`postgres://user:hunter2@127.0.0.1:${closed}/log`), (err: Error) => /cannot be reached: connect ECONNREFUSED .*\(PLATFORM_DATABASE_URL\)$/.test(err.message) && !err.message.includes('hunter2'));
   });
 });

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
 import type { Client } from '@temporalio/client';
@@ -19,6 +19,7 @@ import { STRANDED_WORKFLOW_ID, strandedDeliveriesWorkflow } from '../workflows/s
 import { integrationRoutes } from './routes/integrations';
 import { oauthRoutes, runtimeRoutes } from './routes/runtime';
 import { traceRequests } from '../tracing/koa';
+import { listenOn } from '../net/listen';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
@@ -75,8 +76,8 @@ export async function startApi(settings: ApiSettings, port: number, host = '0.0.
   const quarantined = await settings.stores.log.quarantined();
   if (quarantined) settings.logger.warn({ quarantined }, 'deliveries recorded for the wrong organization before the fan-out fix are out of the log: review quarantined_deliveries (docs/decisions.md, Tenancy)');
   const { app } = createApp(buildApiDeps(settings));
-  const server = app.listen(port, host);
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const server = http.createServer(app.callback());
+  await listenOn(server, port, host, 'PORT');
   const { port: bound } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${bound}`,

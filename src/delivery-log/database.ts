@@ -111,7 +111,8 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     await migrate(database.db);
   } catch (err) {
     await database.close();
-    throw err;
+    // Said at start-up: which setting to look at.
+    throw new Error(`${(err as Error).message} (PLATFORM_DATABASE_URL${isPostgresUrl(url) ? '' : `: ${url}`})`, { cause: err });
   }
   return database;
 }

@@ -171,7 +171,7 @@ export async function migrate(db: Kysely<any>, tries = 5): Promise<void> {
     const { error, results } = await migrator.migrateToLatest();
     const failed = results?.find((result) => result.status === 'Error');
     if (!error && !failed) return;
-    if (attempt >= tries) throw new Error(`delivery log migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+    if (attempt >= tries) throw new Error(`delivery log migration${failed ? ` ${failed.migrationName}` : ''} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
   }
 }

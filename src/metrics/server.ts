@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { registry } from './index';
+import { listenOn } from '../net/listen';
 
 /** The worker's `/metrics` (PLATFORM_WORKER_METRICS_PORT), for Prometheus on the worker's network. */
 export async function serveMetrics(port: number, host = '0.0.0.0'): Promise<{ port: number; close(): Promise<void> }> {
@@ -14,6 +15,6 @@ export async function serveMetrics(port: number, host = '0.0.0.0'): Promise<{ po
       () => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"internal","message":"Internal server error","details":[]}'),
     );
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
+  await listenOn(server, port, host, 'PLATFORM_WORKER_METRICS_PORT');
   return { port: (server.address() as AddressInfo).port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
