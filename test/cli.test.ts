@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { deliveryDetail, table } from '../src/cli/format';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
@@ -20,6 +22,12 @@ describe('the platform CLI', function () {
       assert.match(text, /^1 +t1 +12 ms +HTTP 500 +1042 ms +oops more$/m);
       assert.match(text, /^2 +t2 +10000 ms +timeout +-$/m);
     });
+  });
+
+  it('says its version, as the package has it', async function () {
+    const { version } = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+    const said = await runCli(['--version'], { env: process.env });
+    assert.deepEqual([said.code, said.stdout], [0, `platform ${version}\n`]);
   });
 
   describe('against the running API', function () {

@@ -3,6 +3,7 @@ import { ApiClient, CliError } from './api-client';
 import { listDeliveries, replayDelivery, replayFailed, showDelivery, type Output } from './deliveries';
 import { checkIntegration, newIntegration, publishIntegration, type Terminal } from './authoring';
 import { install, listIntegrations, setConfiguration } from './integrations';
+import { PLATFORM_VERSION } from '../version';
 
 const USAGE = `platform: build, publish and operate integrations
 
@@ -24,6 +25,7 @@ Options:
   --api URL      API base URL (env PLATFORM_API_URL, default http://localhost:8080)
   --token TOKEN  bearer token (env PLATFORM_TOKEN)
   --json         machine-readable output
+  --version      the platform's version
   -h, --help     this text`;
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: string) => void): Promise<void> {
@@ -35,6 +37,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       token: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', default: false },
       installation: { type: 'string' },
       status: { type: 'string' },
       'event-id': { type: 'string' },
@@ -50,6 +53,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     },
   });
   const [group, command, id] = positionals;
+  if (values.version) return print(`platform ${PLATFORM_VERSION}`);
   if (values.help || !group) return print(USAGE);
   const api = new ApiClient((values.api ?? env.PLATFORM_API_URL ?? 'http://localhost:8080').replace(/\/+$/, ''), values.token ?? env.PLATFORM_TOKEN);
   const output: Output = { json: values.json, print };
