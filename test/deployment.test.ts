@@ -101,7 +101,11 @@ describe('deployment files', function () {
     assert.deepEqual(jobs['platform-worker'].static_configs[0].targets, [`worker:${envOf('worker').PLATFORM_WORKER_METRICS_PORT}`]);
     assert.match(services.prometheus.image, /^prom\/prometheus:v\d+\.\d+\.\d+$/);
     const mounts = services.prometheus.volumes.map((volume: string) => volume.split(':')[1]);
-    assert.deepEqual(mounts.sort(), ['/etc/prometheus/admin-token', '/etc/prometheus/alerts.yml', '/etc/prometheus/prometheus.yml']);
+    assert.deepEqual(mounts.sort(), ['/etc/prometheus/alerts.yml', '/etc/prometheus/prometheus.yml']);
+    // The token file comes from the environment, as the API's token does: no file to write before `up`.
+    const [tokenFile] = services.prometheus.configs;
+    assert.deepEqual(tokenFile, { source: 'prometheus-admin-token', target: '/etc/prometheus/admin-token' });
+    assert.equal(compose.configs[tokenFile.source].content, envOf('api').PLATFORM_ADMIN_TOKEN);
     const rules = parse(read('deploy/prometheus/alerts.yml')).groups[0].rules;
     assert.deepEqual(rules.map((rule: any) => rule.alert), ['DeliveriesFailing', 'DeliveriesAbsentFromLog']);
     // Failures the receiver or the platform caused, not a tenant's pause or deletion.
