@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { deliveryDetail, table } from '../src/cli/format';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { runCli } from './support/cli';
+import { ApiClient, CliError } from '../src/cli/api-client';
+import { sendEvents } from '../src/cli/events';
 
 describe('the platform CLI', function () {
   describe('formatting', function () {
@@ -28,6 +31,30 @@ describe('the platform CLI', function () {
     const { version } = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
     const said = await runCli(['--version'], { env: process.env });
     assert.deepEqual([said.code, said.stdout], [0, `platform ${version}\n`]);
+  });
+
+  it('sends an event again after 503 or no answer, with the eventId it gave it before the first try', async function () {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'cli-retry-')), 'event.json');
+    writeFileSync(file, JSON.stringify(spaceEvent('acme', 'sp')));
+    const tries: { eventId: string }[] = [];
+    const failures = [new CliError('503 not known to be accepted', undefined, 1, 503), new CliError('cannot reach the API', undefined, 1, 0)];
+    const api = { request: async (_method: string, _path: string, body: { eventId: string }) => {
+      tries.push(body);
+      const failure = failures.shift();
+      if (failure) throw failure;
+      return { eventId: body.eventId, deliveries: [] };
+    } } as unknown as ApiClient;
+    const waits: number[] = [];
+    const printed: string[] = [];
+    await sendEvents(api, { json: true, print: (text) => printed.push(text) }, file, async (ms) => void waits.push(ms));
+    assert.equal(tries.length, 3);
+    assert.equal(new Set(tries.map((body) => body.eventId)).size, 1);
+    assert.deepEqual(waits, [1000, 2000]);
+    assert.equal(JSON.parse(printed[0]!).eventId, tries[0]!.eventId);
+    // A refusal that is the event's own (400, 404, 409) is not retried.
+    failures.push(new CliError('400 invalid', undefined, 1, 400));
+    await assert.rejects(sendEvents(api, { json: true, print: () => undefined }, file, async () => undefined), /400 invalid/);
+    assert.equal(tries.length, 4);
   });
 
   describe('against the running API', function () {
@@ -78,6 +105,40 @@ describe('the platform CLI', function () {
       const replayed = bulk.stdout.trim().split('\n').slice(1);
       const finals = await Promise.all([JSON.parse(one.stdout).id, ...replayed].map((id: string) => platform.finalDelivery(id, env.PLATFORM_TOKEN!)));
       assert.deepEqual(finals.map((d) => d.status), ['delivered', 'delivered', 'delivered']);
+    });
+
+    it('creates an organization and its user, then sends events to it: given eventIds, delivered, and what was refused said per event', async function () {
+      const admin = { env: { ...env, PLATFORM_TOKEN: platform.adminToken } };
+      const org = `cli-${Date.now().toString(36)}`;
+      const made = await runCli(['orgs', 'create', org, '--subdomain', org, '--title', 'CLI Org'], admin);
+      assert.deepEqual([made.code, made.stdout], [0, `Created organization ${org} (${org})\n`]);
+      const user = await runCli(['users', 'create', `${org}-ada`, '--org', org, '--json'], admin);
+      assert.equal(user.code, 0, user.stderr);
+      const { token, orgs } = JSON.parse(user.stdout);
+      assert.deepEqual(orgs, [org]);
+      const hook = await platform.webhook(token, { org, space: 'sp' }, receiver.url, { space_content_updated: true });
+      assert.equal(hook.installation.status, 'active');
+
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'cli-events-'));
+      const file = path.join(dir, 'events.json');
+      writeFileSync(file, JSON.stringify([spaceEvent(org, 'sp'), { ...spaceEvent(org, 'sp'), revisionId: 7 }]));
+      const sent = await runCli(['events', 'send', file, '--json'], admin);
+      assert.equal(sent.code, 1);
+      const [accepted, refused] = JSON.parse(sent.stdout).results;
+      assert.match(accepted.eventId, /^evt_/, 'the CLI gave it its eventId');
+      assert.deepEqual(accepted.deliveries, [`${accepted.eventId}:${hook.id}`]);
+      assert.equal(refused.error, 'invalid_request');
+      assert.match(sent.stderr, /^error: 1 of 2 events were not accepted\n/);
+      await platform.finalDelivery(accepted.deliveries[0], token);
+
+      writeFileSync(file, JSON.stringify({ ...spaceEvent(org, 'sp'), eventId: accepted.eventId }));
+      const again = await runCli(['events', 'send', file], admin);
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, new RegExp(`^0 +${accepted.eventId} +1 deliveries$`, 'm'), 'a repeat is answered, not delivered again');
+      const bad = await runCli(['events', 'send', path.join(dir, 'missing.json')], admin);
+      assert.deepEqual([bad.code, bad.stderr.split('\n')[0]], [2, `error: cannot read ${path.join(dir, 'missing.json')}: ENOENT`]);
+      const users = await runCli(['users', 'create', 'nobody'], admin);
+      assert.deepEqual([users.code, users.stderr.split('\n')[0]], [2, 'error: --org is required']);
     });
 
     it('explains errors and exits non-zero', async function () {

@@ -4,6 +4,8 @@ export class CliError extends Error {
     message: string,
     readonly hint?: string,
     readonly exitCode = 1,
+    /** The API's status when it refused, 0 when it did not answer: 503, 429 and 0 may be retried as they are. */
+    readonly status?: number,
   ) {
     super(message);
   }
@@ -32,7 +34,7 @@ export class ApiClient {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (err) {
-      throw new CliError(`cannot reach the API at ${this.baseUrl}: ${(err as Error).message}`, 'is the service running? pass --api or set PLATFORM_API_URL');
+      throw new CliError(`cannot reach the API at ${this.baseUrl}: ${(err as Error).message}`, 'is the service running? pass --api or set PLATFORM_API_URL', 1, 0);
     }
     const text = await response.text();
     const parsed = text ? (JSON.parse(text) as unknown) : undefined;
@@ -40,7 +42,7 @@ export class ApiClient {
       const error = (parsed ?? {}) as ApiErrorBody;
       const details = (error.details ?? []).map((d) => `\n  ${d.field}: ${d.message}`).join('');
       const hint = response.status === 401 ? 'check --token / PLATFORM_TOKEN' : undefined;
-      throw new CliError(`${response.status} ${error.message ?? response.statusText}${details}`, hint);
+      throw new CliError(`${response.status} ${error.message ?? response.statusText}${details}`, hint, 1, response.status);
     }
     return parsed as T;
   }

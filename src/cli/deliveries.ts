@@ -7,7 +7,8 @@ export interface Output {
   print: (text: string) => void;
 }
 
-const show = (output: Output, value: unknown, human: () => string) => output.print(output.json ? JSON.stringify(value, null, 2) : human());
+/** JSON with --json, else the human form. */
+export const show = (output: Output, value: unknown, human: () => string) => output.print(output.json ? JSON.stringify(value, null, 2) : human());
 
 export async function listDeliveries(api: ApiClient, output: Output, filter: Record<string, string | undefined>): Promise<void> {
   const query = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));

@@ -1,7 +1,7 @@
 import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
 import { table } from './format';
-import type { Output } from './deliveries';
+import { show, type Output } from './deliveries';
 
 interface IntegrationRow {
   name: string;
@@ -17,8 +17,6 @@ interface InstallationRow {
   target: { org: string; space?: string; site?: string };
   configuration: Record<string, unknown>;
 }
-
-const show = (output: Output, value: unknown, human: () => string) => output.print(output.json ? JSON.stringify(value, null, 2) : human());
 
 export async function listIntegrations(api: ApiClient, output: Output): Promise<void> {
   const { items } = await api.request<{ items: IntegrationRow[] }>('GET', '/v1/integrations');

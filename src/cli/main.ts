@@ -4,6 +4,8 @@ import { listDeliveries, replayDelivery, replayFailed, showDelivery, type Output
 import { checkIntegration, newIntegration, publishIntegration, type Terminal } from './authoring';
 import { install, listIntegrations, setConfiguration } from './integrations';
 import { PLATFORM_VERSION } from '../version';
+import { createOrg, createUser } from './tenancy';
+import { sendEvents } from './events';
 
 const USAGE = `platform: build, publish and operate integrations
 
@@ -14,6 +16,9 @@ Usage:
   platform integrations list
   platform install <name> --org <org> [--space <id> | --site <id>] [--install-link <token>]
   platform config set <installation> key=value [key=value …]
+  platform orgs create <id> --subdomain <subdomain> --title <title>
+  platform users create <id> --org <org> [--org <org> …]
+  platform events send [file.json | -]      one event, an array, or {"events": [...]}
   platform deliveries list [--installation ID] [--status pending|delivered|failed|skipped]
                            [--event-id ID] [--since ISO] [--until ISO] [--org ID] [--limit N]
                            [--page-token T]
@@ -43,7 +48,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       'event-id': { type: 'string' },
       since: { type: 'string' },
       until: { type: 'string' },
-      org: { type: 'string' },
+      org: { type: 'string', multiple: true },
+      subdomain: { type: 'string' },
+      title: { type: 'string' },
       limit: { type: 'string' },
       'page-token': { type: 'string' },
       organization: { type: 'string' },
@@ -57,6 +64,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
   if (values.help || !group) return print(USAGE);
   const api = new ApiClient((values.api ?? env.PLATFORM_API_URL ?? 'http://localhost:8080').replace(/\/+$/, ''), values.token ?? env.PLATFORM_TOKEN);
   const output: Output = { json: values.json, print };
+  /** `--org` is given once, but for `users create`. */
+  const org = () => {
+    if ((values.org?.length ?? 0) > 1) throw new CliError('--org is given once here', 'platform --help', 2);
+    return values.org?.[0];
+  };
   const terminal: Terminal = { print, progress: (text) => process.stderr.write(`${text}\n`), interactive: Boolean(process.stdin.isTTY) };
   switch (group) {
     case 'new':
@@ -68,15 +80,18 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     case 'publish':
       return void (await publishIntegration(terminal, api, env, command));
     case 'install':
-      return install(api, output, command, { org: values.org, space: values.space, site: values.site }, values['install-link']);
+      return install(api, output, command, { org: org(), space: values.space, site: values.site }, values['install-link']);
   }
+  if (group === 'orgs' && command === 'create') return createOrg(api, output, id, { subdomain: values.subdomain, title: values.title });
+  if (group === 'users' && command === 'create') return createUser(api, output, id, values.org ?? []);
+  if (group === 'events' && command === 'send') return sendEvents(api, output, id);
   if (group === 'integrations' && command === 'list') return listIntegrations(api, output);
   if (group === 'config' && command === 'set') return setConfiguration(api, output, id, positionals.slice(3));
   const needId = () => id ?? Promise.reject(new CliError(`missing <delivery id>`, `platform deliveries ${command} <delivery id>`, 2));
   if (group === 'deliveries') {
     switch (command) {
       case 'list':
-        return listDeliveries(api, output, { installation: values.installation, status: values.status, eventId: values['event-id'], since: values.since, until: values.until, org: values.org, limit: values.limit, pageToken: values['page-token'] });
+        return listDeliveries(api, output, { installation: values.installation, status: values.status, eventId: values['event-id'], since: values.since, until: values.until, org: org(), limit: values.limit, pageToken: values['page-token'] });
       case 'show':
         return showDelivery(api, output, await needId());
       case 'replay':
