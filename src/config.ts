@@ -112,14 +112,20 @@ function databaseUrl(raw: string | undefined, dataDir: string): string {
 }
 
 /**
- * Base64 (or base64url) of exactly 32 bytes. Node's decoder skips what is not base64, so a
- * key pasted with stray characters decoded to some other 32 bytes, and was refused only
- * later, as "not the key the data directory was started with".
+ * Base64 (or base64url) of exactly 32 bytes, answered in canonical base64: the data
+ * directory fingerprints the key as written, so one key in two spellings is one key.
+ * Node's decoder skips what is not base64, so a key pasted with stray characters decoded
+ * to some other 32 bytes, and was refused only later, as "not the key the data directory
+ * was started with"; only a key that encodes back to itself is taken.
  */
 function encryptionKey(raw: string | undefined): string | undefined {
   if (!raw) return undefined;
-  if (!/^[A-Za-z0-9+/_-]{43}=?$/.test(raw)) throw new Error(`PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64 (44 characters; \`openssl rand -base64 32\` makes one), got ${raw.length} characters${/[^A-Za-z0-9+/_=-]/.test(raw) ? ', some of them not base64' : ''}`);
-  return raw;
+  const bytes = Buffer.from(raw, 'base64');
+  const unpadded = raw.replace(/=$/, '');
+  if (bytes.length !== 32 || (bytes.toString('base64') !== raw && bytes.toString('base64url') !== unpadded && bytes.toString('base64').replace(/=$/, '') !== unpadded)) {
+    throw new Error(`PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64 (44 characters; \`openssl rand -base64 32\` makes one), got ${raw.length} characters${/[^A-Za-z0-9+/_=-]/.test(raw) ? ', some of them not base64' : ''}`);
+  }
+  return bytes.toString('base64');
 }
 
 /** A TCP port to listen on; unset or empty is the default (an empty PORT= listened on a random port). */

@@ -65,3 +65,45 @@ export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
     if (process.ppid !== parent) begin('parent process died');
   }, 1000).unref();
 }
+
+/**
+ * What a process has started, stopped last first: on a signal, during start-up too, or
+ * after a start-up that failed. Once stopping, a start-up step that ends stops what it
+ * started at once and goes no further (the stop path exits the process).
+ */
+export class StartedParts {
+  private readonly parts: { name: string; stop: () => Promise<unknown> }[] = [];
+  private stopping?: Promise<void>;
+
+  constructor(private readonly logger: Logger) {}
+
+  get isStopping(): boolean {
+    return this.stopping !== undefined;
+  }
+
+  /** Answers `part`, to be stopped with the rest; once stopping, stops it and never answers. */
+  async add<T>(name: string, part: T, stop: (part: T) => Promise<unknown> | undefined): Promise<T> {
+    if (this.stopping) {
+      await this.stopOne(name, async () => stop(part));
+      return new Promise<T>(() => undefined);
+    }
+    this.parts.push({ name, stop: async () => stop(part) });
+    return part;
+  }
+
+  /** Stops every part, last started first; one that fails is logged and the others still stop. */
+  stopAll(): Promise<void> {
+    this.stopping ??= (async () => {
+      for (const { name, stop } of this.parts.reverse()) await this.stopOne(name, stop);
+    })();
+    return this.stopping;
+  }
+
+  private async stopOne(name: string, stop: () => Promise<unknown>): Promise<void> {
+    try {
+      await stop();
+    } catch (err) {
+      this.logger.warn({ err, part: name }, 'stopping it failed; stopping the rest');
+    }
+  }
+}

@@ -9,7 +9,7 @@ import { startDevServer, type DevServer } from './temporal/dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
 import { openDeliveryLog } from './delivery-log';
-import { stopOnSignals } from './lifecycle';
+import { STOP_DEADLINE_MS, StartedParts, stopOnSignals } from './lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
 import { createIntegrationRuntime } from './isolates';
 import { startTracing } from './tracing';
@@ -23,16 +23,16 @@ async function main(): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel);
   installTemporalRuntime(logger);
-  // Ctrl-C, SIGTERM or the death of `npm start` stop what has started, in reverse order,
-  // within 10 s, whatever Temporal's state: during start-up too (building the Temporal CLI
-  // takes a minute). The dev server and the isolates die with this process in any case.
-  const started: (() => Promise<unknown> | undefined)[] = [];
+  // Ctrl-C, SIGTERM or the death of `npm start` stop what has started, last first, within
+  // 10 s, whatever Temporal's state: during start-up too (building the Temporal CLI takes a
+  // minute). On Linux the dev server, go and the isolates die with this process anyway.
+  const started = new StartedParts(logger);
   stopOnSignals(async () => {
     process.stdout.write('Stopping…\n');
-    for (const stop of [...started].reverse()) await stop();
+    await started.stopAll();
   }, logger);
+  running = started;
   const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'integration-platform' });
-  started.push(() => tracing?.shutdown());
   const generated = loadOrCreateSecrets(config.dataDir, config.encryptionKey);
   const adminToken = config.adminToken ?? generated.adminToken;
   const { encryptionKey } = generated;
@@ -44,34 +44,33 @@ async function main(): Promise<void> {
   let devServer: DevServer | undefined;
   if (embedded) {
     const cliPath = await findOrBuildTemporalCli(config.toolEnv);
-    devServer = await startDevServer({
+    devServer = await started.add('the Temporal dev server', await startDevServer({
       cliPath,
       namespace: config.temporalNamespace,
       dbFile: path.join(config.dataDir, 'temporal.db'),
       port: config.devServerPort,
       ui: { port: config.devServerUiPort, codecEndpoint: `${config.baseUrl}/codec` },
       onLog: (line) => logger.debug({ component: 'temporal' }, line),
-    });
-    started.push(() => devServer!.stop());
+    }), (server) => server.stop());
   }
+  // Flushed after everything else has stopped, but before the dev server (which may take its whole 10 s).
+  await started.add('tracing', tracing, (provider) => provider?.shutdown());
   const address = config.temporalAddress ?? devServer!.address;
   const settings = { address, namespace: config.temporalNamespace, encryptionKey, tracing };
-  const client = await connectClient(settings);
-  started.push(() => client.connection.close());
-  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl, logger });
-  started.push(() => stores.close());
+  const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
+  const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl, logger }), (opened) => opened.close());
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
-  started.push(() => pool.close());
+  await started.add('the isolates', pool, (isolates) => isolates.close());
   const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, stores, runtime, baseUrl: config.baseUrl, deliveryShards: config.deliveryShards, webhookGuard: webhooks, retentionDays: config.retentionDays, logger });
   const workerRun = worker.run();
-  started.push(() => {
+  await started.add('the worker', worker, async (polling) => {
     // The SDK's runtime starts the worker's shutdown on SIGINT/SIGTERM by itself.
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    return workerRun;
+    if (polling.getState() === 'RUNNING') polling.shutdown();
+    await workerRun;
   });
   const uiOrigins = devServer?.uiUrl ? [devServer.uiUrl, devServer.uiUrl.replace('127.0.0.1', 'localhost')] : [];
-  const api = await startApi(
+  await started.add('the API', await startApi(
     {
       client,
       taskQueue: config.taskQueue,
@@ -87,8 +86,7 @@ async function main(): Promise<void> {
       codecCorsOrigins: [...config.codecCorsOrigins, ...uiOrigins],
     },
     config.port,
-  );
-  started.push(() => api.close());
+  ), (listening) => listening.close());
 
   process.stdout.write(
     [
@@ -104,7 +102,13 @@ async function main(): Promise<void> {
   );
 }
 
-main().catch((err) => {
+/** What main() started, to stop if its start-up fails. */
+let running: StartedParts | undefined;
+
+main().catch(async (err) => {
+  // A step that failed because a signal stopped what it needed: the stop path says so and exits.
+  if (running?.isStopping) return;
   process.stderr.write(`platform failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  await Promise.race([running?.stopAll(), new Promise((resolve) => setTimeout(resolve, STOP_DEADLINE_MS))]);
   process.exit(1);
 });

@@ -20,5 +20,11 @@ export function makeDirectory(dir: string, setting: string): void {
       if (code !== 'EEXIST') throw new Error(`${setting}: cannot create ${at} (${code ?? (err as Error).message})`);
     }
   }
-  if (!statSync(dir).isDirectory()) throw new Error(`${setting}: ${path.resolve(dir)} is not a directory`);
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch (err) {
+    throw new Error(`${setting}: cannot use ${path.resolve(dir)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!isDirectory) throw new Error(`${setting}: ${path.resolve(dir)} is not a directory`);
 }

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { deliveryDetail, table } from '../src/cli/format';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-import { runCli } from './support/cli';
+import { PLATFORM_BIN, runCli } from './support/cli';
 import { ApiClient, CliError } from '../src/cli/api-client';
 import { sendEvents } from '../src/cli/events';
 
@@ -33,28 +34,69 @@ describe('the platform CLI', function () {
     assert.deepEqual([said.code, said.stdout], [0, `platform ${version}\n`]);
   });
 
-  it('sends an event again after 503 or no answer, with the eventId it gave it before the first try', async function () {
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'cli-retry-')), 'event.json');
-    writeFileSync(file, JSON.stringify(spaceEvent('acme', 'sp')));
-    const tries: { eventId: string }[] = [];
-    const failures = [new CliError('503 not known to be accepted', undefined, 1, 503), new CliError('cannot reach the API', undefined, 1, 0)];
-    const api = { request: async (_method: string, _path: string, body: { eventId: string }) => {
-      tries.push(body);
-      const failure = failures.shift();
-      if (failure) throw failure;
-      return { eventId: body.eventId, deliveries: [] };
-    } } as unknown as ApiClient;
-    const waits: number[] = [];
-    const printed: string[] = [];
-    await sendEvents(api, { json: true, print: (text) => printed.push(text) }, file, async (ms) => void waits.push(ms));
-    assert.equal(tries.length, 3);
-    assert.equal(new Set(tries.map((body) => body.eventId)).size, 1);
-    assert.deepEqual(waits, [1000, 2000]);
-    assert.equal(JSON.parse(printed[0]!).eventId, tries[0]!.eventId);
-    // A refusal that is the event's own (400, 404, 409) is not retried.
-    failures.push(new CliError('400 invalid', undefined, 1, 400));
-    await assert.rejects(sendEvents(api, { json: true, print: () => undefined }, file, async () => undefined), /400 invalid/);
-    assert.equal(tries.length, 4);
+  describe('events send, against a stand-in API', function () {
+    const fileOf = (value: unknown) => {
+      const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'cli-events-')), 'events.json');
+      writeFileSync(file, JSON.stringify(value));
+      return file;
+    };
+    /** An API answering each request from `answer`, recording what it was sent. */
+    const standIn = (answer: (body: any, n: number) => unknown) => {
+      const sent: any[] = [];
+      const api = { request: async (_method: string, _path: string, body: any) => {
+        sent.push(body);
+        const answered = answer(body, sent.length);
+        if (answered instanceof Error) throw answered;
+        return answered;
+      } } as unknown as ApiClient;
+      return { api, sent };
+    };
+    const run = async (api: ApiClient, file: string) => {
+      const waits: number[] = [];
+      const printed: string[] = [];
+      const error = await sendEvents(api, { json: true, print: (text) => printed.push(text) }, file, async (ms) => void waits.push(ms)).then(() => undefined, (err: Error) => err);
+      return { waits, error, answer: JSON.parse(printed[0] ?? 'null') };
+    };
+    const accepted = (event: { eventId: string }) => ({ eventId: event.eventId, deliveries: [] });
+    const unavailable = { error: 'unavailable', message: 'the event is not known to be accepted: retry it with the same eventId' };
+
+    it('sends an event again after 503, 429 or no answer, with the eventId it gave it before the first try; not after a refusal of its own', async function () {
+      const failures = [new CliError('503', undefined, 1, 503), new CliError('cannot reach the API', undefined, 1, 0), new CliError('429', undefined, 1, 429)];
+      const { api, sent } = standIn((body) => failures.shift() ?? accepted(body));
+      const { waits, error, answer } = await run(api, fileOf(spaceEvent('acme', 'sp')));
+      assert.equal(error, undefined);
+      assert.deepEqual(waits, [1000, 2000, 4000]);
+      assert.equal(new Set(sent.map((body) => body.eventId)).size, 1);
+      assert.match(answer.eventId, /^evt_/);
+      assert.equal(answer.eventId, sent[0].eventId);
+      const refusing = standIn(() => new CliError('400 invalid', undefined, 1, 400));
+      assert.match(String((await run(refusing.api, fileOf(spaceEvent('acme', 'sp')))).error), /400 invalid/);
+      assert.equal(refusing.sent.length, 1);
+    });
+
+    it('sends again only the events of a batch not known to be accepted, with their ids; those still unknown at the end are listed with their eventIds', async function () {
+      const { api, sent } = standIn((body, n) => ({ results: body.events.map((event: any, k: number) => (n === 1 && k === 1 ? unavailable : accepted(event))) }));
+      const { waits, error, answer } = await run(api, fileOf([spaceEvent('acme', 'sp'), spaceEvent('acme', 'sp')]));
+      assert.equal(error, undefined);
+      assert.deepEqual(waits, [1000]);
+      assert.deepEqual(sent[1].events, [sent[0].events[1]], 'the same event, its id unchanged');
+      assert.deepEqual(answer.results.map((row: any) => row.eventId), sent[0].events.map((event: any) => event.eventId));
+
+      const down = standIn(() => new CliError('503 unavailable', undefined, 1, 503));
+      const gaveUp = await run(down.api, fileOf({ events: [spaceEvent('acme', 'sp'), 'not an event'] }));
+      assert.deepEqual(gaveUp.waits, [1000, 2000, 4000]);
+      assert.equal(down.sent.length, 4);
+      assert.match(String(gaveUp.error), /2 of 2 events were not accepted \(2 not known to be: unavailable\)/);
+      assert.deepEqual(gaveUp.answer.results.map((row: any) => [row.eventId, row.error]), [[down.sent[0].events[0].eventId, 'unavailable'], [undefined, 'unavailable']]);
+    });
+
+    it('sends up to 500 events a request', async function () {
+      const { api, sent } = standIn((body) => ({ results: body.events.map(accepted) }));
+      const { error, answer } = await run(api, fileOf(Array.from({ length: 501 }, () => spaceEvent('acme', 'sp'))));
+      assert.equal(error, undefined);
+      assert.deepEqual(sent.map((body) => body.events.length), [500, 1]);
+      assert.equal(new Set(answer.results.map((row: any) => row.eventId)).size, 501);
+    });
   });
 
   describe('against the running API', function () {
@@ -135,6 +177,13 @@ describe('the platform CLI', function () {
       const again = await runCli(['events', 'send', file], admin);
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stdout, new RegExp(`^0 +${accepted.eventId} +1 deliveries$`, 'm'), 'a repeat is answered, not delivered again');
+      // From a pipe whose writer is slower than node (curl, say): read to its end.
+      const piped = spawn(process.execPath, [PLATFORM_BIN, 'events', 'send', '--json'], { env: admin.env });
+      let out = '';
+      piped.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      setTimeout(() => piped.stdin.end(JSON.stringify(spaceEvent(org, 'sp'))), 500);
+      assert.equal(await new Promise((resolve) => piped.on('exit', resolve)), 0);
+      assert.deepEqual(JSON.parse(out).deliveries, [`${JSON.parse(out).eventId}:${hook.id}`]);
       const bad = await runCli(['events', 'send', path.join(dir, 'missing.json')], admin);
       assert.deepEqual([bad.code, bad.stderr.split('\n')[0]], [2, `error: cannot read ${path.join(dir, 'missing.json')}: ENOENT`]);
       const users = await runCli(['users', 'create', 'nobody'], admin);

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { configFromEnv } from '../src/config';
+import { loadOrCreateSecrets } from '../src/data-dir';
 import { openLogDatabase } from '../src/delivery-log/database';
 import { listenOn } from '../src/net/listen';
 import { freePort } from '../src/temporal/dev-server';
@@ -26,9 +30,17 @@ describe('configuration from the environment', function () {
   it('takes a PLATFORM_ENCRYPTION_KEY of 32 bytes in base64 only: stray characters are refused, not skipped, and the key is never shown', function () {
     const key = generateEncryptionKey();
     assert.equal(configFromEnv({ PLATFORM_ENCRYPTION_KEY: key }).encryptionKey, key);
-    assert.equal(configFromEnv({ PLATFORM_ENCRYPTION_KEY: key.replace(/=$/, '').replaceAll('+', '-').replaceAll('/', '_') }).encryptionKey !== undefined, true, 'base64url without padding');
+    // One key in any spelling is one key: what the data directory fingerprints is its canonical base64.
+    assert.equal(configFromEnv({ PLATFORM_ENCRYPTION_KEY: key.replace(/=$/, '').replaceAll('+', '-').replaceAll('/', '_') }).encryptionKey, key, 'base64url without padding');
+    assert.equal(configFromEnv({ PLATFORM_ENCRYPTION_KEY: key.replace(/=$/, '') }).encryptionKey, key, 'base64 without padding');
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-key-'));
+    loadOrCreateSecrets(dataDir, key);
+    assert.equal(loadOrCreateSecrets(dataDir, configFromEnv({ PLATFORM_ENCRYPTION_KEY: key.replace(/=$/, '').replaceAll('+', '-').replaceAll('/', '_') }).encryptionKey).encryptionKey, key, 'the data directory takes it');
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    // The same 32 bytes with the last character's two spare bits set: not how any encoder writes them.
+    const spareBits = key.slice(0, 42) + alphabet[alphabet.indexOf(key[42]!) + 1] + '=';
     // Node's decoder read each of these as 32 bytes: the first as some other key.
-    for (const bad of [`!!${key}`, `${key} `, `"${key}"`, key.slice(0, 40), `${key}AAAA`]) {
+    for (const bad of [`!!${key}`, `${key} `, `"${key}"`, key.slice(0, 40), `${key}AAAA`, spareBits]) {
       assert.throws(() => configFromEnv({ PLATFORM_ENCRYPTION_KEY: bad }), (err: Error) => err.message.startsWith('PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64') && !err.message.includes(key.slice(0, 8)), JSON.stringify(bad));
     }
   });
@@ -38,7 +50,7 @@ describe('configuration from the environment', function () {
     const port = await freePort();
     await listenOn(holder, port, '127.0.0.1', 'PORT');
     try {
-      await assert.rejects(listenOn(http.createServer(), port, '127.0.0.1', 'PORT'), { message: `PORT: port ${port} on 127.0.0.1 is taken by another process; set PORT to a free port` });
+      await assert.rejects(listenOn(http.createServer(), port, '127.0.0.1', 'PORT'), { message: `PORT: port ${port} on 127.0.0.1 is taken by another process; set it to a free port` });
     } finally {
       holder.close();
     }

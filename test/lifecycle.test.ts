@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -216,6 +217,28 @@ describe('the embedded default leaves no orphan, however it dies', function () {
     assert.equal(await exited, 0);
     await waitFor(async () => (isAlive(devServer) ? undefined : true), 5_000, 'the dev server to die');
     assert.ok(Date.now() - signalled < 3_000, `stopped after ${Date.now() - signalled} ms`);
+  });
+
+  it('a start-up that fails (its PORT taken) says which setting, stops what it started and exits 1', async function () {
+    const holder = http.createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => holder.listen(port, '0.0.0.0', resolve));
+    try {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-port-taken-'));
+      const main = spawn(process.execPath, [path.join(DIST, 'src', 'main.js')], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_CLI_PATH: process.env.TEMPORAL_CLI_RESOLVED, PLATFORM_DATA_DIR: dir, PORT: String(port), PLATFORM_TEMPORAL_PORT: String(await freePort()), PLATFORM_TEMPORAL_UI_PORT: String(await freePort()), LOG_LEVEL: 'error' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let said = '';
+      main.stderr!.on('data', (chunk: Buffer) => (said += chunk.toString()));
+      let devServer: number | undefined;
+      const watching = setInterval(() => (devServer ??= childrenOf(main.pid!).find((pid) => isAlive(pid) && comm(pid) === 'temporal')), 50);
+      const code = await new Promise((resolve) => main.once('exit', resolve));
+      clearInterval(watching);
+      assert.equal(code, 1);
+      assert.match(said, new RegExp(`platform failed to start: PORT: port ${port} on 0.0.0.0 is taken by another process; set it to a free port`));
+      assert.ok(devServer, 'the dev server had started');
+      await waitFor(async () => (isAlive(devServer!) ? undefined : true), 5_000, 'the dev server to stop');
+    } finally {
+      holder.close();
+    }
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

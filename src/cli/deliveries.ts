@@ -1,14 +1,7 @@
 import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
-import { deliveryColumns, deliveryDetail, table, type DeliveryRow } from './format';
+import { deliveryColumns, deliveryDetail, show, table, type DeliveryRow, type Output } from './format';
 
-export interface Output {
-  json: boolean;
-  print: (text: string) => void;
-}
-
-/** JSON with --json, else the human form. */
-export const show = (output: Output, value: unknown, human: () => string) => output.print(output.json ? JSON.stringify(value, null, 2) : human());
 
 export async function listDeliveries(api: ApiClient, output: Output, filter: Record<string, string | undefined>): Promise<void> {
   const query = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));

@@ -1,5 +1,14 @@
 /** Pure formatting for the terminal; the commands only fetch and print. */
 
+/** Where a command's answer goes: JSON with --json. */
+export interface Output {
+  json: boolean;
+  print: (text: string) => void;
+}
+
+/** JSON with --json, else the human form. */
+export const show = (output: Output, value: unknown, human: () => string) => output.print(output.json ? JSON.stringify(value, null, 2) : human());
+
 export interface Column<T> {
   header: string;
   value: (row: T) => string;

@@ -1,7 +1,6 @@
 import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
-import { table } from './format';
-import { show, type Output } from './deliveries';
+import { show, table, type Output } from './format';
 
 interface IntegrationRow {
   name: string;

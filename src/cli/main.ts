@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ApiClient, CliError } from './api-client';
-import { listDeliveries, replayDelivery, replayFailed, showDelivery, type Output } from './deliveries';
+import { listDeliveries, replayDelivery, replayFailed, showDelivery } from './deliveries';
+import type { Output } from './format';
 import { checkIntegration, newIntegration, publishIntegration, type Terminal } from './authoring';
 import { install, listIntegrations, setConfiguration } from './integrations';
 import { PLATFORM_VERSION } from '../version';

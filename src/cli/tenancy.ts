@@ -1,6 +1,6 @@
 import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
-import { show, type Output } from './deliveries';
+import { show, type Output } from './format';
 
 /** `platform orgs create <id> --subdomain S --title T` (the administrator's token). */
 export async function createOrg(api: ApiClient, output: Output, id: string | undefined, fields: { subdomain?: string; title?: string }): Promise<void> {

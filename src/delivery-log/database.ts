@@ -99,7 +99,12 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
   } else {
     const file = url.replace(/^sqlite:/i, '');
     if (file !== ':memory:') makeDirectory(path.dirname(path.resolve(file)), 'PLATFORM_DATABASE_URL');
-    const sqlite = new SqliteDatabase(file);
+    let sqlite: SqliteDatabase.Database;
+    try {
+      sqlite = new SqliteDatabase(file);
+    } catch (err) {
+      throw new Error(`PLATFORM_DATABASE_URL: cannot open the SQLite file ${file} (${(err as Error).message})`, { cause: err });
+    }
     // WAL: readers never wait for the writer, and API and worker processes may share the file.
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');

@@ -6,10 +6,14 @@ import type { Server } from 'node:net';
  */
 export function listenOn(server: Server, port: number, host: string, setting: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => {
-      const why = err.code === 'EADDRINUSE' ? 'is taken by another process' : err.code === 'EACCES' ? 'needs privileges this process lacks' : `cannot be listened on (${err.message})`;
-      reject(new Error(`${setting}: port ${port} on ${host} ${why}; set ${setting} to a free port`, { cause: err }));
+    const refused = (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'is taken by another process; set it to a free port' : err.code === 'EACCES' ? 'needs privileges this process lacks; set it to a port above 1023' : `cannot be listened on: ${err.message}`;
+      reject(new Error(`${setting}: port ${port} on ${host} ${why}`, { cause: err }));
+    };
+    server.once('error', refused);
+    server.listen(port, host, () => {
+      server.off('error', refused);
+      resolve();
     });
-    server.listen(port, host, resolve);
   });
 }

@@ -3,6 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { makeDirectory } from '../make-directory';
+import { tiedToParent } from '../lifecycle';
 
 /** Newer tags carry a `replace` directive that `go install` refuses (DESIGN.md §2). */
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
@@ -66,7 +67,8 @@ export async function findOrBuildTemporalCli(
 function goInstall(go: string, gobin: string, env: NodeJS.ProcessEnv, say: (line: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const child = spawn(go, ['install', TEMPORAL_CLI_MODULE], {
+    // Tied: a platform stopped during the build (Ctrl-C, SIGTERM) leaves no go behind.
+    const child = spawn(...tiedToParent(go, ['install', TEMPORAL_CLI_MODULE]), {
       env: { ...env, GOBIN: gobin },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

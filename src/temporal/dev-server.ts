@@ -5,6 +5,7 @@ import net from 'node:net';
 import { Connection } from '@temporalio/client';
 import { parse } from 'yaml';
 import { tiedToParent } from '../lifecycle';
+import { listenOn } from '../net/listen';
 
 export interface DevServerOptions {
   cliPath: string;
@@ -27,19 +28,16 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** Listens on `ip:port` (0: any free port) and closes again; answers the port it had. */
-function bindOnce(ip: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(port, ip, () => {
-      const { port: bound } = server.address() as net.AddressInfo;
-      server.close(() => resolve(bound));
-    });
-  });
+/** Listens on `ip:port` (0: any free port) and closes again; answers the port it had, or why not naming `setting`. */
+async function bindOnce(ip: string, port: number, setting: string): Promise<number> {
+  const server = net.createServer();
+  await listenOn(server, port, ip, setting);
+  const { port: bound } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return bound;
 }
 
-export const freePort = (): Promise<number> => bindOnce('127.0.0.1', 0);
+export const freePort = (): Promise<number> => bindOnce('127.0.0.1', 0, 'a free port');
 
 /** deploy/temporal/dynamicconfig.yaml: what docker-compose's server gets, the dev server gets too. */
 const DYNAMIC_CONFIG_FILE = path.join(__dirname, '..', '..', '..', 'deploy', 'temporal', 'dynamicconfig.yaml');
@@ -99,9 +97,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
  * it while its own exits. The CLI checks too, but only after it has been started.
  */
 async function assertPortFree(ip: string, port: number): Promise<void> {
-  await bindOnce(ip, port).catch((err: NodeJS.ErrnoException) =>
-    Promise.reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${ip} is taken by another process (another Temporal server?); give the dev server a free one (PLATFORM_TEMPORAL_PORT)`) : err),
-  );
+  await bindOnce(ip, port, 'PLATFORM_TEMPORAL_PORT');
 }
 
 async function waitUntilServing(address: string, child: ChildProcess, said: () => string, timeoutMs = 60_000): Promise<void> {
