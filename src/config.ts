@@ -49,6 +49,7 @@ export interface PlatformConfig {
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformConfig {
   const port = tcpPort('PORT', env.PORT, 8080);
+  if (!env.TEMPORAL_ADDRESS) distinctPorts({ PORT: port, PLATFORM_TEMPORAL_PORT: tcpPort('PLATFORM_TEMPORAL_PORT', env.PLATFORM_TEMPORAL_PORT, 7233), PLATFORM_TEMPORAL_UI_PORT: tcpPort('PLATFORM_TEMPORAL_UI_PORT', env.PLATFORM_TEMPORAL_UI_PORT, 8233) });
   const dataDir = path.resolve(env.PLATFORM_DATA_DIR ?? './data');
   return {
     port,
@@ -123,16 +124,29 @@ function encryptionKey(raw: string | undefined): string | undefined {
   const bytes = Buffer.from(raw, 'base64');
   const unpadded = raw.replace(/=$/, '');
   if (bytes.length !== 32 || (bytes.toString('base64') !== raw && bytes.toString('base64url') !== unpadded && bytes.toString('base64').replace(/=$/, '') !== unpadded)) {
-    throw new Error(`PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64 (44 characters; \`openssl rand -base64 32\` makes one), got ${raw.length} characters${/[^A-Za-z0-9+/_=-]/.test(raw) ? ', some of them not base64' : ''}`);
+    const why = /[^A-Za-z0-9+/_=-]/.test(raw) ? ', some of them not base64' : bytes.length === 32 ? ' that no encoder writes for 32 bytes (a changed last character?)' : '';
+    throw new Error(`PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64 (44 characters; \`openssl rand -base64 32\` makes one), got ${raw.length} characters${why}`);
   }
   return bytes.toString('base64');
 }
 
-/** A TCP port to listen on; unset or empty is the default (an empty PORT= listened on a random port). */
+/**
+ * A TCP port to listen on; unset or empty is the default (an empty PORT= listened on a
+ * random port). Never 0: the URLs built from it (the base URL, the codec endpoint) would name port 0.
+ */
 function tcpPort(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
-  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) throw new Error(`${name} must be a TCP port (0-65535), got "${raw}"`);
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) throw new Error(`${name} must be a TCP port (1-65535), got "${raw}"`);
   return Number(raw);
+}
+
+/** The embedded default's three listeners need a port each (two on one failed seconds later as "taken by another process"). */
+function distinctPorts(ports: Record<string, number>): void {
+  const names = Object.keys(ports);
+  for (const [i, a] of names.entries()) {
+    const clash = names.slice(i + 1).find((b) => ports[b] === ports[a]);
+    if (clash) throw new Error(`${a} and ${clash} are both ${ports[a]}: the API, the Temporal dev server and its UI need a port each`);
+  }
 }
 
 function positiveInteger(name: string, raw: string | undefined, fallback: number): number {

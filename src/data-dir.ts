@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { generateEncryptionKey } from './temporal/codec';
@@ -15,6 +15,17 @@ interface StoredSecrets {
 
 const fingerprint = (key: string): string => createHash('sha256').update(key).digest('hex').slice(0, 16);
 
+function readStored(file: string): StoredSecrets {
+  let stored: Partial<StoredSecrets> | null;
+  try {
+    stored = JSON.parse(readFileSync(file, 'utf8')) as Partial<StoredSecrets> | null;
+  } catch (err) {
+    throw new Error(`PLATFORM_DATA_DIR: ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); restore it from a backup, or start on another PLATFORM_DATA_DIR`);
+  }
+  if (typeof stored?.adminToken !== 'string') throw new Error(`PLATFORM_DATA_DIR: ${file} holds no adminToken; restore it from a backup, or start on another PLATFORM_DATA_DIR`);
+  return stored as StoredSecrets;
+}
+
 /**
  * The embedded default keeps its admin token and payload key in the data directory,
  * generated at first start (mode 0600), so a restart can still read its own histories.
@@ -25,8 +36,14 @@ const fingerprint = (key: string): string => createHash('sha256').update(key).di
  */
 export function loadOrCreateSecrets(dataDir: string, givenKey?: string): { adminToken: string; encryptionKey: string } {
   makeDirectory(dataDir, 'PLATFORM_DATA_DIR');
+  // Temporal's SQLite file and the log's live here too: a read-only place fails them with "out of memory (14)".
+  try {
+    accessSync(dataDir, constants.W_OK);
+  } catch (err) {
+    throw new Error(`PLATFORM_DATA_DIR: ${dataDir} is not writable (${(err as NodeJS.ErrnoException).code})`);
+  }
   const file = path.join(dataDir, 'secrets.json');
-  const stored: StoredSecrets = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as StoredSecrets) : { adminToken: `adm_${randomBytes(24).toString('base64url')}`, ...(!givenKey && { encryptionKey: generateEncryptionKey() }) };
+  const stored: StoredSecrets = existsSync(file) ? readStored(file) : { adminToken: `adm_${randomBytes(24).toString('base64url')}`, ...(!givenKey && { encryptionKey: generateEncryptionKey() }) };
   const key = givenKey ?? stored.encryptionKey;
   if (!key) throw new Error(`PLATFORM_ENCRYPTION_KEY is not set, and ${dataDir} was first started with one: set it again`);
   if (stored.keyFingerprint && stored.keyFingerprint !== fingerprint(key)) {

@@ -60,8 +60,8 @@ describe('the platform CLI', function () {
     const accepted = (event: { eventId: string }) => ({ eventId: event.eventId, deliveries: [] });
     const unavailable = { error: 'unavailable', message: 'the event is not known to be accepted: retry it with the same eventId' };
 
-    it('sends an event again after 503, 429 or no answer, with the eventId it gave it before the first try; not after a refusal of its own', async function () {
-      const failures = [new CliError('503', undefined, 1, 503), new CliError('cannot reach the API', undefined, 1, 0), new CliError('429', undefined, 1, 429)];
+    it('sends an event again after 503, 502 or no answer, with the eventId it gave it before the first try; not after a refusal of its own', async function () {
+      const failures = [new CliError('503', undefined, 1, { status: 503 }), new CliError('no answer', undefined, 1, { status: 0 }), new CliError('502 Bad Gateway', undefined, 1, { status: 502 })];
       const { api, sent } = standIn((body) => failures.shift() ?? accepted(body));
       const { waits, error, answer } = await run(api, fileOf(spaceEvent('acme', 'sp')));
       assert.equal(error, undefined);
@@ -69,9 +69,12 @@ describe('the platform CLI', function () {
       assert.equal(new Set(sent.map((body) => body.eventId)).size, 1);
       assert.match(answer.eventId, /^evt_/);
       assert.equal(answer.eventId, sent[0].eventId);
-      const refusing = standIn(() => new CliError('400 invalid', undefined, 1, 400));
-      assert.match(String((await run(refusing.api, fileOf(spaceEvent('acme', 'sp')))).error), /400 invalid/);
+      const refusing = standIn(() => new CliError('404 organization acme not found', undefined, 1, { status: 404, error: 'not_found' }));
+      const refused = await run(refusing.api, fileOf({ ...spaceEvent('acme', 'sp'), eventId: null }));
+      assert.match(String(refused.error), /1 of 1 events were not accepted$/);
       assert.equal(refusing.sent.length, 1);
+      assert.match(refusing.sent[0].eventId, /^evt_/, 'a null eventId is given one, as a missing one is');
+      assert.deepEqual([refused.answer.eventId, refused.answer.error], [refusing.sent[0].eventId, 'not_found'], 'the refusal is shown, with the id');
     });
 
     it('sends again only the events of a batch not known to be accepted, with their ids; those still unknown at the end are listed with their eventIds', async function () {
@@ -82,20 +85,34 @@ describe('the platform CLI', function () {
       assert.deepEqual(sent[1].events, [sent[0].events[1]], 'the same event, its id unchanged');
       assert.deepEqual(answer.results.map((row: any) => row.eventId), sent[0].events.map((event: any) => event.eventId));
 
-      const down = standIn(() => new CliError('503 unavailable', undefined, 1, 503));
+      const down = standIn(() => new CliError('503 unavailable', undefined, 1, { status: 503 }));
       const gaveUp = await run(down.api, fileOf({ events: [spaceEvent('acme', 'sp'), 'not an event'] }));
       assert.deepEqual(gaveUp.waits, [1000, 2000, 4000]);
       assert.equal(down.sent.length, 4);
-      assert.match(String(gaveUp.error), /2 of 2 events were not accepted \(2 not known to be: unavailable\)/);
+      assert.match(String(gaveUp.error), /2 of 2 events were not accepted \(2 unavailable or not sent\)/);
       assert.deepEqual(gaveUp.answer.results.map((row: any) => [row.eventId, row.error]), [[down.sent[0].events[0].eventId, 'unavailable'], [undefined, 'unavailable']]);
     });
 
-    it('sends up to 500 events a request', async function () {
+    it('sends up to 500 events and 4 MiB a request', async function () {
       const { api, sent } = standIn((body) => ({ results: body.events.map(accepted) }));
       const { error, answer } = await run(api, fileOf(Array.from({ length: 501 }, () => spaceEvent('acme', 'sp'))));
       assert.equal(error, undefined);
       assert.deepEqual(sent.map((body) => body.events.length), [500, 1]);
       assert.equal(new Set(answer.results.map((row: any) => row.eventId)).size, 501);
+      const big = standIn((body) => ({ results: body.events.map(accepted) }));
+      await run(big.api, fileOf(Array.from({ length: 6 }, () => ({ ...spaceEvent('acme', 'sp'), note: 'x'.repeat(1024 * 1024) }))));
+      assert.deepEqual(big.sent.map((body) => body.events.length), [3, 3]);
+    });
+
+    it('a batch refused whole stops the sending, and every event is still listed with its id: accepted, or not sent', async function () {
+      const { api, sent } = standIn((body, n) => (n === 2 ? new CliError('413 request body too large', undefined, 1, { status: 413, error: 'payload_too_large' }) : { results: body.events.map(accepted) }));
+      const { waits, error, answer } = await run(api, fileOf(Array.from({ length: 1200 }, () => spaceEvent('acme', 'sp'))));
+      assert.deepEqual(waits, []);
+      assert.equal(sent.length, 2, 'the third batch is not sent');
+      assert.match(String(error), /700 of 1200 events were not accepted \(700 unavailable or not sent\); sending stopped: 413 request body too large/);
+      assert.deepEqual(answer.results.map((row: any) => row.error ?? 'accepted').reduce((count: Record<string, number>, kind: string) => ({ ...count, [kind]: (count[kind] ?? 0) + 1 }), {}), { accepted: 500, not_sent: 700 });
+      assert.ok(answer.results.every((row: any) => /^evt_/.test(row.eventId)), 'each with the id to send it again with');
+      assert.deepEqual(answer.results.slice(0, 500).map((row: any) => row.eventId), sent[0].events.map((event: any) => event.eventId));
     });
   });
 
@@ -202,6 +219,13 @@ describe('the platform CLI', function () {
       assert.match(usage.stderr, /--installation is required/);
       const unknown = await cli('deliveries', 'list', '--bogus');
       assert.equal(unknown.code, 2);
+      // Mistakes of this side are said at once (exit 2), not taken for an API that does not answer.
+      const notUrl = await runCli(['deliveries', 'list', '--api', 'notaurl'], { env });
+      assert.deepEqual([notUrl.code, notUrl.stderr.split('\n')[0]], [2, 'error: notaurl is not an http(s) URL']);
+      const badToken = await runCli(['deliveries', 'list'], { env: { ...env, PLATFORM_TOKEN: 'adm_\u20ac' } });
+      assert.deepEqual([badToken.code, badToken.stderr.split('\n')[0]], [2, 'error: the API token holds characters an HTTP header cannot carry']);
+      const twoFiles = await cli('events', 'send', 'a.json', 'b.json');
+      assert.equal(twoFiles.code, 2);
     });
   });
 });

@@ -22,9 +22,13 @@ describe('configuration from the environment', function () {
     const ports = ({ port, devServerPort, devServerUiPort, baseUrl }: ReturnType<typeof configFromEnv>) => ({ port, devServerPort, devServerUiPort, baseUrl });
     assert.deepEqual(ports(configFromEnv({ PORT: '', PLATFORM_TEMPORAL_PORT: '', PLATFORM_TEMPORAL_UI_PORT: '' })), { port: 8080, devServerPort: 7233, devServerUiPort: 8233, baseUrl: 'http://localhost:8080' });
     assert.equal(configFromEnv({ PLATFORM_TEMPORAL_PORT: '17233' }).devServerPort, 17233);
-    for (const [name, value] of [['PORT', 'abc'], ['PLATFORM_TEMPORAL_PORT', 'abc'], ['PLATFORM_TEMPORAL_UI_PORT', '70000'], ['PORT', '-1']] as const) {
-      assert.throws(() => configFromEnv({ [name]: value }), new RegExp(`^Error: ${name} must be a TCP port \\(0-65535\\), got "${value}"`), `${name}=${value}`);
+    for (const [name, value] of [['PORT', 'abc'], ['PLATFORM_TEMPORAL_PORT', 'abc'], ['PLATFORM_TEMPORAL_UI_PORT', '70000'], ['PORT', '-1'], ['PORT', '0']] as const) {
+      assert.throws(() => configFromEnv({ [name]: value }), new RegExp(`^Error: ${name} must be a TCP port \\(1-65535\\), got "${value}"`), `${name}=${value}`);
     }
+    // The embedded default's listeners need a port each; with an external Temporal only PORT is listened on.
+    assert.throws(() => configFromEnv({ PORT: '7233' }), /^Error: PORT and PLATFORM_TEMPORAL_PORT are both 7233: /);
+    assert.throws(() => configFromEnv({ PLATFORM_TEMPORAL_UI_PORT: '8080' }), /^Error: PORT and PLATFORM_TEMPORAL_UI_PORT are both 8080: /);
+    assert.equal(configFromEnv({ PORT: '7233', TEMPORAL_ADDRESS: 'temporal:7233' }).port, 7233);
   });
 
   it('takes a PLATFORM_ENCRYPTION_KEY of 32 bytes in base64 only: stray characters are refused, not skipped, and the key is never shown', function () {
@@ -40,6 +44,7 @@ describe('configuration from the environment', function () {
     // The same 32 bytes with the last character's two spare bits set: not how any encoder writes them.
     const spareBits = key.slice(0, 42) + alphabet[alphabet.indexOf(key[42]!) + 1] + '=';
     // Node's decoder read each of these as 32 bytes: the first as some other key.
+    assert.throws(() => configFromEnv({ PLATFORM_ENCRYPTION_KEY: spareBits }), /got 44 characters that no encoder writes for 32 bytes/);
     for (const bad of [`!!${key}`, `${key} `, `"${key}"`, key.slice(0, 40), `${key}AAAA`, spareBits]) {
       assert.throws(() => configFromEnv({ PLATFORM_ENCRYPTION_KEY: bad }), (err: Error) => err.message.startsWith('PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64') && !err.message.includes(key.slice(0, 8)), JSON.stringify(bad));
     }

@@ -43,4 +43,14 @@ describe('the data directory of the embedded default', function () {
       assert.throws(() => loadOrCreateSecrets(place), (err: Error) => err.message.startsWith('PLATFORM_DATA_DIR: ') && why.test(err.message), place);
     }
   });
+
+  it('says which setting and file when secrets.json is damaged, or the directory cannot be written', function () {
+    const damaged = fresh();
+    writeFileSync(path.join(damaged, 'secrets.json'), '{adminToken');
+    assert.throws(() => loadOrCreateSecrets(damaged), /^Error: PLATFORM_DATA_DIR: .*secrets\.json cannot be read \(Expected property name/);
+    writeFileSync(path.join(damaged, 'secrets.json'), '{}');
+    assert.throws(() => loadOrCreateSecrets(damaged), /^Error: PLATFORM_DATA_DIR: .*secrets\.json holds no adminToken/);
+    // Root writes anywhere; /proc/sys is read-only to it too.
+    assert.throws(() => loadOrCreateSecrets('/proc/sys'), /^Error: PLATFORM_DATA_DIR: \/proc\/sys is not writable/);
+  });
 });

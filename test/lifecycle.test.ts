@@ -148,10 +148,11 @@ describe('failing fast and honestly when Temporal is away', function () {
     assert.deepEqual(ids.map(postsOf), [1, 1, 1, 1]);
   });
 
-  it('a dev server whose port another Temporal server has is refused, not taken for that one; one that stops says why', async function () {
+  it('a dev server whose port (or UI port) another server has is refused, not taken for that one; one that stops says why', async function () {
     // The readiness check alone would have found the server already there, answering.
     await assert.rejects(startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', port }), new RegExp(`port ${port} on 127.0.0.1 is taken by another process`));
-    await assert.rejects(startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', ui: { port } }), /exited with code 1 before serving: .*can't set UI port \d+: .*address already in use/);
+    await assert.rejects(startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', ui: { port } }), new RegExp(`^Error: PLATFORM_TEMPORAL_UI_PORT: port ${port} on 127.0.0.1 is taken by another process`));
+    await assert.rejects(startDevServer({ cliPath: process.env.TEMPORAL_CLI_RESOLVED!, namespace: 'default', dbFile: '/proc/sys/temporal.db' }), /exited with code 1 before serving: .*unable to open database file/);
     await healthy(base);
   });
 

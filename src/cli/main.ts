@@ -85,7 +85,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
   }
   if (group === 'orgs' && command === 'create') return createOrg(api, output, id, { subdomain: values.subdomain, title: values.title });
   if (group === 'users' && command === 'create') return createUser(api, output, id, values.org ?? []);
-  if (group === 'events' && command === 'send') return sendEvents(api, output, id);
+  if (group === 'events' && command === 'send') {
+    if (positionals.length > 3) throw new CliError('events send takes one file', 'platform events send [file.json | -]: put several files\' events in one array', 2);
+    return sendEvents(api, output, id);
+  }
   if (group === 'integrations' && command === 'list') return listIntegrations(api, output);
   if (group === 'config' && command === 'set') return setConfiguration(api, output, id, positionals.slice(3));
   const needId = () => id ?? Promise.reject(new CliError(`missing <delivery id>`, `platform deliveries ${command} <delivery id>`, 2));
@@ -106,6 +109,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
 
 /** The one top-level handler: a CliError prints its message and hint; anything else, its message. */
 export function main(): void {
+  // A reader that stopped reading (`| head`) is no failure of the command.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  });
   run(process.argv.slice(2), process.env, (text) => process.stdout.write(`${text}\n`)).catch((err: unknown) => {
     const usage = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     const error = err instanceof CliError ? err : new CliError(err instanceof Error ? err.message : String(err), usage ? 'platform --help lists the options' : undefined, usage ? 2 : 1);

@@ -56,7 +56,11 @@ function dynamicConfigArgs(): string[] {
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const ip = options.ip ?? '127.0.0.1';
   const port = options.port ?? (await freePort());
-  await assertPortFree(ip, port);
+  // A port another process listens on (a Temporal server of its own on 7233, say) is
+  // refused: the readiness check would take that server for this one, and the platform
+  // would run on it while its own exits. The CLI checks too, but only once started.
+  await bindOnce(ip, port, 'PLATFORM_TEMPORAL_PORT');
+  if (options.ui) await bindOnce(ip, options.ui.port, 'PLATFORM_TEMPORAL_UI_PORT');
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', options.namespace, '--log-level', 'warn'];
   for (const namespace of options.extraNamespaces ?? []) args.push('--namespace', namespace);
   args.push(...dynamicConfigArgs());
@@ -89,15 +93,6 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     uiUrl: options.ui ? `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${options.ui.port}` : undefined,
     stop: () => stopChild(child),
   };
-}
-
-/**
- * Refuses a port another process listens on (a Temporal server of its own on 7233, say):
- * the readiness check would take that server for this one, and the platform would run on
- * it while its own exits. The CLI checks too, but only after it has been started.
- */
-async function assertPortFree(ip: string, port: number): Promise<void> {
-  await bindOnce(ip, port, 'PLATFORM_TEMPORAL_PORT');
 }
 
 async function waitUntilServing(address: string, child: ChildProcess, said: () => string, timeoutMs = 60_000): Promise<void> {
