@@ -34,6 +34,15 @@ describe('the platform CLI', function () {
     assert.deepEqual([said.code, said.stdout], [0, `platform ${version}\n`]);
   });
 
+  it('a reader that stops reading (`| head`) is no failure: no EPIPE stack, exit 0', async function () {
+    const child = spawn(process.execPath, [PLATFORM_BIN, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
+    assert.equal(stderr, '');
+  });
+
   describe('events send, against a stand-in API', function () {
     const fileOf = (value: unknown) => {
       const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'cli-events-')), 'events.json');
@@ -201,6 +210,10 @@ describe('the platform CLI', function () {
       setTimeout(() => piped.stdin.end(JSON.stringify(spaceEvent(org, 'sp'))), 500);
       assert.equal(await new Promise((resolve) => piped.on('exit', resolve)), 0);
       assert.deepEqual(JSON.parse(out).deliveries, [`${JSON.parse(out).eventId}:${hook.id}`]);
+      writeFileSync(file, JSON.stringify([{ ...spaceEvent(org, 'sp'), eventId: `${org}-twice` }, { ...spaceEvent(org, 'sp'), eventId: `${org}-twice`, revisionId: 'other' }]));
+      const twice = await runCli(['events', 'send', file], admin);
+      assert.equal(twice.code, 0, twice.stderr);
+      assert.equal(twice.stderr, `warning: events 0 and 1 share eventId ${org}-twice: the second is answered as the first, not delivered\n`);
       const bad = await runCli(['events', 'send', path.join(dir, 'missing.json')], admin);
       assert.deepEqual([bad.code, bad.stderr.split('\n')[0]], [2, `error: cannot read ${path.join(dir, 'missing.json')}: ENOENT`]);
       const users = await runCli(['users', 'create', 'nobody'], admin);
