@@ -102,6 +102,15 @@ describe('the platform CLI', function () {
       assert.deepEqual(gaveUp.answer.results.map((row: any) => [row.eventId, row.error]), [[down.sent[0].events[0].eventId, 'unavailable'], [undefined, 'unavailable']]);
     });
 
+    it('refuses, before sending anything, input that is not an event: exit 2', async function () {
+      const { api, sent } = standIn(() => ({}));
+      for (const input of [42, null, 'event']) {
+        const { error } = await run(api, fileOf(input));
+        assert.ok(error instanceof CliError && error.exitCode === 2 && /holds .* not an event/.test(error.message), String(error));
+      }
+      assert.equal(sent.length, 0);
+    });
+
     it('sends up to 500 events and 4 MiB a request', async function () {
       const { api, sent } = standIn((body) => ({ results: body.events.map(accepted) }));
       const { error, answer } = await run(api, fileOf(Array.from({ length: 501 }, () => spaceEvent('acme', 'sp'))));
