@@ -49,7 +49,9 @@ export interface PlatformConfig {
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformConfig {
   const port = tcpPort('PORT', env.PORT, 8080);
-  if (!env.TEMPORAL_ADDRESS) distinctPorts({ PORT: port, PLATFORM_TEMPORAL_PORT: tcpPort('PLATFORM_TEMPORAL_PORT', env.PLATFORM_TEMPORAL_PORT, 7233), PLATFORM_TEMPORAL_UI_PORT: tcpPort('PLATFORM_TEMPORAL_UI_PORT', env.PLATFORM_TEMPORAL_UI_PORT, 8233) });
+  const devServerPort = tcpPort('PLATFORM_TEMPORAL_PORT', env.PLATFORM_TEMPORAL_PORT, 7233);
+  const devServerUiPort = tcpPort('PLATFORM_TEMPORAL_UI_PORT', env.PLATFORM_TEMPORAL_UI_PORT, 8233);
+  if (!env.TEMPORAL_ADDRESS) distinctPorts({ PORT: port, PLATFORM_TEMPORAL_PORT: devServerPort, PLATFORM_TEMPORAL_UI_PORT: devServerUiPort });
   const dataDir = path.resolve(env.PLATFORM_DATA_DIR ?? './data');
   return {
     port,
@@ -62,8 +64,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     encryptionKey: encryptionKey(env.PLATFORM_ENCRYPTION_KEY),
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
-    devServerPort: tcpPort('PLATFORM_TEMPORAL_PORT', env.PLATFORM_TEMPORAL_PORT, 7233),
-    devServerUiPort: tcpPort('PLATFORM_TEMPORAL_UI_PORT', env.PLATFORM_TEMPORAL_UI_PORT, 8233),
+    devServerPort,
+    devServerUiPort,
     toolEnv: env,
     taskQueue: env.PLATFORM_TASK_QUEUE || 'platform',
     logLevel: env.LOG_LEVEL || 'info',

@@ -2,7 +2,6 @@ import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
 import { deliveryColumns, deliveryDetail, show, table, type DeliveryRow, type Output } from './format';
 
-
 export async function listDeliveries(api: ApiClient, output: Output, filter: Record<string, string | undefined>): Promise<void> {
   const query = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));
   const page = await api.request<{ items: DeliveryRow[]; nextPageToken?: string }>('GET', `/v1/deliveries?${query}`);
