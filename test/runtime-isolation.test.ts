@@ -19,6 +19,13 @@ export default createIntegration({
     if (path === '/spin') for (;;) {}
     if (path === '/hog') { const hoard = []; for (;;) hoard.push(new Array(1e5).fill(Math.random())); }
     if (path === '/throw') throw new Error('internal detail at /srv/secret.js:42');
+    // 12 MiB, streamed: an answer, or an outbound request's body, past the platform's 10 MiB.
+    const twelveMiB = () => { let sent = 0; const chunk = new Uint8Array(1024 * 1024); return new ReadableStream({ pull(c) { if (sent++ < 12) c.enqueue(chunk); else c.close(); } }); };
+    if (path === '/flood') return new Response(twelveMiB());
+    if (path === '/upload') {
+      const answer = await fetch(context.environment.configuration.forward_url, { method: 'POST', body: twelveMiB(), duplex: 'half' });
+      return new Response(await answer.text(), { status: answer.status });
+    }
     if (path === '/host') return Response.json({ process: typeof process, fs: await import('node:fs').then(() => 'loaded', () => 'refused'), require: (() => { try { require('node:child_process'); return 'loaded'; } catch { return 'refused'; } })() });
     if (path === '/later') {
       const url = context.environment.configuration.forward_url;
@@ -107,6 +114,14 @@ describe('isolates: tenants apart, limits enforced from outside', function () {
     const hog = await call(inA, '/hog');
     assert.equal(hog.status, 502);
     assert.match(hog.body, /used more than 128 MiB/);
+    assert.equal((await call(inA, '/')).status, 200);
+  });
+
+  it('cuts off an answer, and an outbound request body, past 10 MiB (the platform holds each in memory); the isolate answers on', async function () {
+    const flood = await call(inA, '/flood');
+    assert.deepEqual([flood.status, JSON.parse(flood.body).message], [502, "the integration's answer was cut off: its answer exceeds 10 MiB"]);
+    const upload = await call(inA, '/upload');
+    assert.deepEqual([upload.status, JSON.parse(upload.body)], [413, { error: 'egress_refused', message: 'the request body exceeds 10 MiB' }]);
     assert.equal((await call(inA, '/')).status, 200);
   });
 

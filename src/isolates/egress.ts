@@ -3,10 +3,13 @@ import https from 'node:https';
 import { Response as MiniflareResponse, type Request as MiniflareRequest } from 'miniflare';
 import { portOf, type DestinationGuard } from '../net/destination-guard';
 import { HOP_BY_HOP } from '../net/hop-by-hop';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { MAX_EXCHANGE_BYTES } from './workerd-process';
 
-/** A response larger than this is cut off: an integration's fetch is no download manager. */
-const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 const EGRESS_TIMEOUT_MS = 30_000;
+/** A request body or response past MAX_EXCHANGE_BYTES is cut off: an integration's fetch is no file transfer. */
+const TOO_LARGE = `exceeds ${MAX_EXCHANGE_BYTES / 1024 / 1024} MiB`;
 
 const refused = (message: string, status = 403) => new MiniflareResponse(JSON.stringify({ error: 'egress_refused', message }), { status, headers: { 'content-type': 'application/json' } });
 
@@ -31,20 +34,26 @@ export function createEgress(guard: DestinationGuard) {
     } catch (err) {
       return refused((err as Error).message);
     }
-    const body = request.method === 'GET' || request.method === 'HEAD' ? undefined : Buffer.from(await request.arrayBuffer());
+    // Streamed, not read whole first: counted as it goes out, after the guard has judged the destination.
+    const body = request.method === 'GET' || request.method === 'HEAD' || !request.body ? undefined : Readable.fromWeb(request.body as NodeReadableStream<Uint8Array>);
     // cf-worker: workerd's own marker of the calling worker.
     const headers = Object.fromEntries([...request.headers].filter(([name]) => !HOP_BY_HOP.has(name) && name !== 'cf-worker'));
     return new Promise<MiniflareResponse>((resolve) => {
       const client = url.protocol === 'https:' ? https : http;
       const outgoing = client.request(url, { method: request.method, headers, agent: url.protocol === 'https:' ? agents.https : agents.http, lookup: guard.lookup(portOf(url)), timeout: EGRESS_TIMEOUT_MS });
       outgoing.on('timeout', () => outgoing.destroy(new Error('no answer within 30 s')));
-      outgoing.on('error', (err: NodeJS.ErrnoException) => resolve(refused(err.code === 'EBLOCKED' ? err.message : `the request failed: ${err.message}`, err.code === 'EBLOCKED' ? 403 : 502)));
+      outgoing.on('error', (err: NodeJS.ErrnoException) => {
+        // Drained, not destroyed: cancelling miniflare's request stream mid-read throws in it,
+        // and one left unread holds the isolate's next requests. Nothing drained is kept.
+        body?.unpipe(outgoing).resume();
+        resolve(err.code === 'EBLOCKED' ? refused(err.message) : err.code === 'ETOOLARGE' ? refused(err.message, 413) : refused(`the request failed: ${err.message}`, 502));
+      });
       outgoing.on('response', (response) => {
         const chunks: Buffer[] = [];
         let size = 0;
         response.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) response.destroy(new Error('the response exceeds 10 MiB'));
+          if (size > MAX_EXCHANGE_BYTES) response.destroy(new Error(`the response ${TOO_LARGE}`));
           else chunks.push(chunk);
         });
         response.on('error', (err) => resolve(refused(err.message, 502)));
@@ -55,7 +64,14 @@ export function createEgress(guard: DestinationGuard) {
           resolve(new MiniflareResponse(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers: [...answer] }));
         });
       });
-      outgoing.end(body);
+      if (!body) return void outgoing.end();
+      let sent = 0;
+      body.on('data', (chunk: Buffer) => {
+        sent += chunk.length;
+        if (sent > MAX_EXCHANGE_BYTES) outgoing.destroy(Object.assign(new Error(`the request body ${TOO_LARGE}`), { code: 'ETOOLARGE' }));
+      });
+      body.on('error', (err) => outgoing.destroy(err));
+      body.pipe(outgoing);
     });
   };
 }

@@ -1,7 +1,7 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
 import { residentBytes } from '../net/procfs';
 import { RUNTIME_HOST_SOURCE } from './runtime-host';
-import { WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
+import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
@@ -72,7 +72,8 @@ export class IsolatePool {
       const process = await entry.starting;
       try {
         return await process.call(path, request, deadlineMs);
-      } catch {
+      } catch (err) {
+        if (err instanceof AnswerTooLargeError) throw new IsolateError(`the integration's answer was cut off: ${err.message}`, 502);
         const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.options.memoryLimitBytes ?? 128 * MiB) / MiB} MiB` : 'its isolate stopped';
         this.forget(key, process);
         throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);

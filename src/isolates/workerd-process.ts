@@ -60,6 +60,16 @@ export interface IsolateAnswer {
 /** Why a process ended before it was disposed of. */
 export type EndReason = 'deadline' | 'memory' | 'crashed';
 
+/**
+ * What crosses between an isolate and the platform at most, either way (an answer, an
+ * outbound request's body or its response): the platform holds each whole in memory, and
+ * one tenant's 1 GiB answer took its resident memory from 425 MB to 2.4 GB.
+ */
+export const MAX_EXCHANGE_BYTES = 10 * 1024 * 1024;
+
+/** An isolate's answer past MAX_EXCHANGE_BYTES: cut off, the isolate kept. */
+export class AnswerTooLargeError extends Error {}
+
 /** The process could not start; `message` is workerd's own word on why, when it gave one. */
 export class WorkerdStartError extends Error {}
 
@@ -134,7 +144,13 @@ export class WorkerdProcess {
       outgoing.on('error', reject);
       outgoing.on('response', (response) => {
         const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= MAX_EXCHANGE_BYTES) return void chunks.push(chunk);
+          response.destroy();
+          reject(new AnswerTooLargeError(`its answer exceeds ${MAX_EXCHANGE_BYTES / 1024 / 1024} MiB`));
+        });
         response.on('error', reject);
         response.on('end', () => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: Buffer.concat(chunks) }));
       });
