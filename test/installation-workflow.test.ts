@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { InstallationProjection } from '../src/delivery-log/types';
 import { FailureType } from '../src/workflows/errors';
-import { deleteUpdate, installationWorkflow, newInstallationState, pauseUpdate } from '../src/workflows/installation';
+import { configureUpdate, deleteUpdate, installationWorkflow, newInstallationState, pauseUpdate, type NewInstallation } from '../src/workflows/installation';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
 import { testSettings } from './support/settings';
@@ -17,6 +17,42 @@ import { testSettings } from './support/settings';
 describe('the installation workflow', function () {
   this.timeout(30_000);
   const namespace = namespaceFor(__filename);
+
+  it("fires installation_setup on a member's edit, and on the code's own edit only when it changes the status: a setup handler that edits cannot fire itself for ever", async function () {
+    const taskQueue = `installation-setup-${Date.now()}`;
+    const fired: string[] = [];
+    const worker = await Worker.create({
+      connection: await NativeConnection.connect({ address: testSettings().address }),
+      namespace,
+      taskQueue,
+      workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') },
+      activities: {
+        async saveInstallation(): Promise<void> {},
+        async dispatchInstallationEvents(_installation: unknown, events: { type: string; status: string }[]): Promise<void> {
+          fired.push(...events.map((event) => `${event.type}:${event.status}`));
+        },
+      },
+    });
+    const running = worker.run();
+    const connection = await Connection.connect({ address: testSettings().address });
+    try {
+      const client = new Client({ connection, namespace });
+      const configurations = { account: { properties: { name: { type: 'string' } }, required: ['name'] } } as unknown as NewInstallation['configurations'];
+      const state = newInstallationState({ id: 'ins_setup', integration: 'custom', configurations, eventTypes: ['installation_setup'], target: { org: 'org-1' }, signingSecret: 'whsec_0123456789abcdefghijklmnop' }, new Date().toISOString());
+      const handle = await client.workflow.start(installationWorkflow, { workflowId: `installation/${taskQueue}`, taskQueue, args: [state] });
+      const edit = async (patch: Record<string, unknown>, byIntegration: boolean) => (await handle.executeUpdate(configureUpdate, { args: [patch, { byIntegration }] })).status;
+      assert.equal(await edit({ oauth_credentials: { token: 't1' } }, true), 'pending');
+      assert.equal(await edit({ name: 'docs' }, false), 'active');
+      assert.equal(await edit({ oauth_credentials: { token: 't2' } }, true), 'active');
+      assert.equal(await edit({ oauth_credentials: { token: 't3' } }, true), 'active');
+      assert.equal(await edit({ name: null }, true), 'pending');
+      assert.deepEqual(fired, ['installation_setup:active', 'installation_setup:pending']);
+    } finally {
+      await connection.close();
+      worker.shutdown();
+      await running;
+    }
+  });
 
   it('answers a change that comes while its deletion is being recorded as not found (404), as once it is gone', async function () {
     const taskQueue = `installation-${Date.now()}`;

@@ -53,6 +53,11 @@ describe('installations of the webhook integration', function () {
     assert.deepEqual(patch.body.details.map((d: any) => d.field).sort(), ['configuration.colour', 'configuration.page_feedback', 'configuration.webhook_url']);
     const after = await call('GET', `/v1/installations/${created.body.id}`);
     assert.deepEqual(after.body.configuration, {}, 'a refused edit changes nothing');
+    // A configuration is settings, not storage: each revision is kept in history and sent in installation_setup.
+    const huge = await call('PATCH', `/v1/installations/${created.body.id}/configuration`, { webhook_url: `https://example.com/${'x'.repeat(70 * 1024)}` });
+    assert.deepEqual([huge.status, huge.body.error], [413, 'payload_too_large']);
+    const hugeInstall = await call('POST', '/v1/integrations/webhook/installations', { target: { org: tenant.org, site: 'site-x' }, configuration: { webhook_url: `https://example.com/${'x'.repeat(70 * 1024)}` } });
+    assert.equal(hugeInstall.status, 413);
   });
 
   it('routes site events to site installations only, and records paused ones as skipped', async function () {

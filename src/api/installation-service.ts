@@ -93,7 +93,7 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     );
     const workflow = await client.workflow.start(installationWorkflow, { workflowId: installationWorkflowId(id), taskQueue: deps.taskQueue, args: [state] });
     // The update validates the configuration, and answers once the read model holds the installation.
-    return workflow.executeUpdate(configureUpdate, { args: [configuration] }).catch(async (err) => {
+    return workflow.executeUpdate(configureUpdate, { args: [configuration, { byIntegration: false }] }).catch(async (err) => {
       await workflow.executeUpdate(deleteUpdate);
       throw err;
     });

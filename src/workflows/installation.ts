@@ -70,7 +70,8 @@ export interface NewInstallation {
 
 export const installationWorkflowId = (id: string): string => `installation/${id}`;
 
-export const configureUpdate = wf.defineUpdate<InstallationView, [Configuration]>('configure');
+/** `byIntegration`: the edit came from the integration's own code (its installation token); absent in histories from before it. */
+export const configureUpdate = wf.defineUpdate<InstallationView, [Configuration, { byIntegration?: boolean } | undefined]>('configure');
 export const pauseUpdate = wf.defineUpdate<InstallationView>('pause');
 export const resumeUpdate = wf.defineUpdate<InstallationView>('resume');
 export const deleteUpdate = wf.defineUpdate<InstallationView>('delete');
@@ -164,15 +165,18 @@ export async function installationWorkflow(state: InstallationState, historyLimi
 
   wf.setHandler(
     configureUpdate,
-    async (patch) => {
+    async (patch, by) => {
       const previous = { status: statusOf(state), configuration: state.configuration };
       state.configuration = applyPatch(state.configuration, patch);
       const answer = await changed();
-      await announceSetup(previous);
+      // SPEC.md fires it on a user's edit. The code's own edit (OAuth credentials stored, say)
+      // fires it only when it changes the status: a setup handler that edits the
+      // configuration would otherwise fire itself for ever (a security probe ran 60 rounds in 17 s).
+      if (!by?.byIntegration || statusOf(state) !== previous.status) await announceSetup(previous);
       return answer;
     },
     {
-      validator: (patch) => {
+      validator: (patch, _by) => {
         notDeleted();
         if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw invalid('configuration must be an object');
         const issues = checkInstallationPatch(state.integration, state.configurations, state.target, patch);

@@ -7,6 +7,13 @@ import { installationService, newSigningSecret } from '../installation-service';
 import type { RouteTable } from '../route-table';
 import { createInstallationSchema, installationSchema, listOf, secretSchema } from '../schemas';
 
+/**
+ * A configuration is settings (and an integration's OAuth credentials), not storage: each
+ * revision is kept in Temporal's history and sent in installation_setup, and 900 KB ones
+ * written in a loop grew the data directory by 2.6 MB a round.
+ */
+const CONFIGURATION_LIMIT = '64kb';
+
 export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
   const api = installationService(deps);
 
@@ -17,6 +24,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'Install an integration into an organization, a space or a site',
       access: 'member',
       body: createInstallationSchema,
+      bodyLimit: CONFIGURATION_LIMIT,
       responses: { 201: { description: 'The installation', schema: installationSchema }, 400: { description: 'Invalid target or configuration' }, 404: { description: 'No such integration or organization, or not installable there' } },
     },
     async ({ caller, body, params }) => ({ status: 201, body: api.withUrls(await api.install(caller, params.name!, body)) }),
@@ -65,6 +73,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       access: 'member',
       installation: true,
       body: { type: 'object' },
+      bodyLimit: CONFIGURATION_LIMIT,
       responses: { 200: { description: 'The installation', schema: installationSchema }, 400: { description: 'A property is refused' } },
     },
     async ({ caller, params, body }) => {
@@ -72,7 +81,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
       api.refuseHandSetCredentials(caller, body);
       // Webhook URLs need DNS, which workflows cannot do; every other check is the update's.
       if (integration === WEBHOOK_INTEGRATION) await api.checkWebhookConfiguration(target, body);
-      const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body] });
+      const installation = await api.handle(params.id!).executeUpdate(configureUpdate, { args: [body, { byIntegration: caller.kind === 'installation' }] });
       // A DELETE that raced this edit won: the installation is gone.
       if (installation.status === 'deleted') throw notFound('installation');
       return { status: 200, body: api.withUrls(installation) };
