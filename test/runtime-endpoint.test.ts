@@ -166,6 +166,16 @@ describe('the integration runtime: public endpoint, components, API binding, egr
       assert.equal(read.body.configuration.forward_url, `${forwarded.url}?configured`);
     });
 
+    it('refuses the installation token while its installation is paused (its code is not called then either), and takes it again once resumed', async function () {
+      const probed = await probe(`return Response.json({ token: context.environment.apiTokens.installation });`);
+      const asCode = async () => (await platform.http('PATCH', `/v1/installations/${probed.installationId}/configuration`, { token: probed.token, body: { oauth_credentials: { access_token: 'kept' } } })).status;
+      assert.equal(await asCode(), 200);
+      assert.equal((await platform.http('POST', `/v1/installations/${probed.installationId}/pause`, { token: tenant.token })).status, 200);
+      assert.equal(await asCode(), 401);
+      assert.equal((await platform.http('POST', `/v1/installations/${probed.installationId}/resume`, { token: tenant.token })).status, 200);
+      assert.equal(await asCode(), 200);
+    });
+
     it('carries nothing but /v1/ calls to the API itself: not the codec endpoint or /metrics (they trust loopback), not another host, not a public endpoint (its own would call itself)', async function () {
       const probed = await probe(`
         const status = (method: string, path: string, body?: unknown) => context.api.request(method, path, body).then(() => 200, (error) => error.status ?? 'no status: ' + error.message);

@@ -54,7 +54,8 @@ export class Authenticator {
     if (token.startsWith('itk_')) {
       const installationId = this.installationTokens.verify(token);
       const installation = installationId && (await this.installations.targets([installationId])).get(installationId);
-      if (!installation || installation.status === 'deleted') throw unauthorized();
+      // Paused, its code is not called, so nothing of it may act: a token copied out of the isolate included.
+      if (!installation || installation.status === 'deleted' || installation.status === 'paused') throw unauthorized();
       return { kind: 'installation', installationId: installation.id, org: installation.target.org, scopes: installation.scopes };
     }
     const principal = await this.principals.get(hashToken(token));
