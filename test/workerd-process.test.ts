@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { IsolatePool } from '../src/isolates/isolate-pool';
+import { registry } from '../src/metrics';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
 import { isAlive, listeningPorts } from '../src/net/procfs';
 
@@ -113,6 +114,26 @@ describe('the isolate pool (real workerd)', function () {
       await isolates.evict();
       assert.deepEqual(isolates.warm(), []);
       assert.equal(isAlive(first!.pid), false);
+    } finally {
+      await isolates.close();
+    }
+  });
+
+  it('stops an isolate that spends CPU long after its last call (a loop left behind, which no timer inside can stop), not an idle one', async function () {
+    const spinner = "export default { async fetch(request, env, ctx) { if ((await request.text()) === 'spin') ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, 50)).then(() => { for (;;) {} })); return new Response('ok'); } };";
+    const isolates = pool({ loadScript: async () => spinner, backgroundMs: 300 });
+    const stopped = async () => ((await registry.getSingleMetric('platform_isolates_stopped_total')?.get())?.values.find((value) => value.labels.reason === 'background_cpu')?.value ?? 0);
+    const before = await stopped();
+    try {
+      for (const [installation, body] of [['spins', 'spin'], ['idles', '']]) assert.equal((await isolates.call({ integration: 'x', version: 1, installation }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(body) }, 5000)).status, 200);
+      const spinning = isolates.warm().find((w) => w.key === 'x@1/spins')!.pid;
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await isolates.evict(); // past backgroundMs: each one's CPU time is noted
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await isolates.evict();
+      assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/idles']);
+      assert.equal(isAlive(spinning), false);
+      assert.equal(await stopped(), before + 1);
     } finally {
       await isolates.close();
     }

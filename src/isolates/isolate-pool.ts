@@ -1,5 +1,6 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
-import { residentBytes } from '../net/procfs';
+import { cpuSecondsOf, residentBytes } from '../net/procfs';
+import { isolatesStopped } from '../metrics';
 import { RUNTIME_HOST_SOURCE } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 
@@ -23,6 +24,8 @@ export interface IsolatePoolOptions {
   memoryLimitBytes?: number;
   /** A process unused this long is stopped. */
   idleMs?: number;
+  /** Past this long after its last call, a process spending CPU is stopped (BACKGROUND_MS unless set). */
+  backgroundMs?: number;
   /** Past this many processes, the least recently used is stopped. */
   maxProcesses?: number;
   /** Past this much resident memory in all, the least recently used are stopped. */
@@ -46,7 +49,19 @@ interface Entry {
   coldStartMs?: number;
   /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
   calls: number;
+  /** Its CPU time when last looked at, once past BACKGROUND_MS: what it spends after that is work left behind. */
+  cpu?: { seconds: number; at: number };
 }
+
+/**
+ * Past a call's 10 s and the 30 s its waitUntil work may run on, nothing the platform asked
+ * for runs in an isolate: CPU it spends then is work left behind that no bound reaches (a
+ * synchronous loop stops the SDK's 30 s timer; cloudflare:workers' own waitUntil skips
+ * it). A probe's spinners ran until idle eviction, 5 minutes, and slowed other tenants.
+ */
+const BACKGROUND_MS = 40_000;
+/** More than this share of a core, past BACKGROUND_MS, stops the process (an idle one spends about none). */
+const BACKGROUND_CPU_SHARE = 0.1;
 
 const MiB = 1024 * 1024;
 
@@ -162,16 +177,35 @@ export class IsolatePool {
     }
   }
 
-  /** Stops the idle, then the least recently used while the warm ones hold more than the budget (every 10 s); never one a call is in. */
+  /**
+   * Stops (every 10 s; never one a call is in) those that spend CPU long after their last
+   * call, the idle, then the least recently used while the warm ones hold more than the budget.
+   */
   async evict(): Promise<void> {
-    const idleSince = Date.now() - (this.options.idleMs ?? 5 * 60_000);
+    const now = Date.now();
+    const idleSince = now - (this.options.idleMs ?? 5 * 60_000);
     let resident = 0;
     const warm = [...this.entries].filter(([, entry]) => entry.process).sort(([, a], [, b]) => b.lastUsed - a.lastUsed);
     for (const [id, entry] of warm) {
-      resident += residentBytes(entry.process!.pid) ?? 0;
-      if (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB))) continue;
+      const spinning = this.spendsInBackground(entry, now);
+      if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
+      if (!spinning && (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
+      if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
       this.entries.delete(id);
       await entry.process!.dispose();
     }
+  }
+
+  /** Whether a process with no call for BACKGROUND_MS spent more than BACKGROUND_CPU_SHARE of a core since last looked at. */
+  private spendsInBackground(entry: Entry, now: number): boolean {
+    if (entry.calls > 0 || entry.lastUsed >= now - (this.options.backgroundMs ?? BACKGROUND_MS)) {
+      entry.cpu = undefined;
+      return false;
+    }
+    const seconds = cpuSecondsOf(entry.process!.pid);
+    if (seconds === undefined) return false;
+    const before = entry.cpu;
+    entry.cpu = { seconds, at: now };
+    return before !== undefined && now > before.at && (seconds - before.seconds) / ((now - before.at) / 1000) > BACKGROUND_CPU_SHARE;
   }
 }

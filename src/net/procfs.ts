@@ -95,10 +95,21 @@ export function listenerOf(port: number, pids: Iterable<number>): number | undef
   return undefined;
 }
 
+/** The fields of /proc/<pid>/stat after the command name (its state, field 3, first), or none once it is gone. */
+function statFields(pid: number): string[] {
+  const stat = readOr(`/proc/${pid}/stat`);
+  return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : [];
+}
+
 /** When a process started (clock ticks since boot, /proc stat field 22): with its pid, it names one process for good. */
 export function startTimeOf(pid: number): string {
-  const stat = readOr(`/proc/${pid}/stat`);
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+  return statFields(pid)[19] ?? '';
+}
+
+/** CPU time a process has used, all its threads, user and system (fields 14 and 15, in Linux's 100 ticks a second), or undefined once it is gone. */
+export function cpuSecondsOf(pid: number): number | undefined {
+  const fields = statFields(pid);
+  return fields.length ? (Number(fields[11]) + Number(fields[12])) / 100 : undefined;
 }
 
 /** A process's command name (its executable's, once it has exec'd), or '' once it is gone. */
@@ -113,7 +124,7 @@ export function residentBytes(pid: number): number | undefined {
 }
 
 export function isAlive(pid: number): boolean {
-  const stat = readOr(`/proc/${pid}/stat`);
+  const state = statFields(pid)[0];
   // A zombie (Z) has exited and only waits for its parent to reap it.
-  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  return state !== undefined && state !== 'Z';
 }
