@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { IsolatePool } from '../src/isolates/isolate-pool';
 import { registry } from '../src/metrics';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
@@ -85,6 +89,12 @@ describe('a workerd process (real workerd through miniflare)', function () {
     assert.equal(isolate.endReason, 'memory');
     await isolate.dispose();
     assert.equal(isAlive(isolate.pid), false);
+  });
+
+  it('leaves no wrapper script behind once the process that made it exits', async function () {
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', `require(${JSON.stringify(require.resolve('../src/isolates/workerd-process'))}); console.log(process.env.MINIFLARE_WORKERD_PATH)`], { env: { PATH: process.env.PATH } });
+    assert.match(stdout, /platform-workerd-/);
+    assert.equal(existsSync(path.dirname(stdout.trim())), false);
   });
 
   it('says why it did not start, without this host’s paths', async function () {

@@ -1,7 +1,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Miniflare, type Request as MiniflareRequest, type Response as MiniflareResponse } from 'miniflare';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { tiedToParent } from '../lifecycle';
@@ -20,6 +20,8 @@ function tieWorkerdToParent(): void {
   const wrapper = path.join(dir, 'workerd');
   writeFileSync(wrapper, `#!/bin/sh\nexec ${[command, ...args].map((part) => `'${part}'`).join(' ')} "$@"\n`, { mode: 0o700 });
   process.env.MINIFLARE_WORKERD_PATH = wrapper;
+  // Gone with the process, when it exits rather than being killed.
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
 }
 tieWorkerdToParent();
 
