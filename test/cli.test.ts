@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { deliveryDetail, table } from '../src/cli/format';
@@ -100,6 +102,42 @@ describe('the platform CLI', function () {
       assert.equal(down.sent.length, 4);
       assert.match(String(gaveUp.error), /2 of 2 events were not accepted \(2 unavailable or not sent\)/);
       assert.deepEqual(gaveUp.answer.results.map((row: any) => [row.eventId, row.error]), [[down.sent[0].events[0].eventId, 'unavailable'], [undefined, 'unavailable']]);
+    });
+
+    it('Ctrl-C during a run: the request under way is answered, nothing more is sent, and every event is listed with its id', async function () {
+      // A stand-in API over real HTTP, whose first batch answers only once the CLI was interrupted.
+      const batches: any[] = [];
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const api = http.createServer((request, response) => {
+        let body = '';
+        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        request.on('end', async () => {
+          const { events } = JSON.parse(body);
+          batches.push(events);
+          await released;
+          response.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ results: events.map((event: any) => ({ eventId: event.eventId, deliveries: [] })) }));
+        });
+      });
+      await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+      try {
+        const file = fileOf(Array.from({ length: 700 }, () => spaceEvent('acme', 'sp')));
+        const cli = spawn(process.execPath, [PLATFORM_BIN, 'events', 'send', file, '--json', '--api', `http://127.0.0.1:${(api.address() as AddressInfo).port}`, '--token', 'adm_x'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        cli.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first batch');
+        cli.kill('SIGINT');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        release();
+        assert.equal(await new Promise((resolve) => cli.on('exit', resolve)), 1);
+        assert.equal(batches.length, 1, 'nothing more was sent');
+        const { results } = JSON.parse(out);
+        assert.deepEqual(results.slice(0, 500).map((row: any) => row.eventId), batches[0].map((event: any) => event.eventId));
+        assert.deepEqual([...new Set(results.slice(500).map((row: any) => row.error))], ['not_sent']);
+        assert.ok(results.every((row: any) => /^evt_/.test(row.eventId)));
+      } finally {
+        api.close();
+      }
     });
 
     it('refuses, before sending anything, input that is not an event: exit 2', async function () {
