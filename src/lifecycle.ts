@@ -35,7 +35,7 @@ const SAME_SIGNAL_MS = 1000;
  * stops when this process is orphaned (its parent, `npm start` say, died), so that
  * nothing it owns lives on.
  */
-export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
+function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
   let stoppingSince: number | undefined;
   const exit = (code: number) => process.exit(code);
   const begin = (why: string) => {
@@ -106,4 +106,34 @@ export class StartedParts {
       this.logger.warn({ err, part: name }, 'stopping it failed; stopping the rest');
     }
   }
+}
+
+/** From its call on, signals stop what is added to the parts it answers (see runEntryPoint); `onStop` runs first. */
+export type Heed = (logger: Logger, onStop?: () => void) => StartedParts;
+
+/**
+ * Runs an entry point (the embedded default, the API, the worker). `start` calls `heed`
+ * once it has a logger: from then on SIGINT and SIGTERM stop what it has started (see
+ * stopOnSignals), during start-up too, when the Temporal runtime's own handlers would
+ * otherwise take them and do nothing. A start-up that fails stops what it started, then
+ * exits 1 saying so after `failed`; one that fails because a signal stopped what it needed
+ * is the stop's to end.
+ */
+export function runEntryPoint(failed: string, start: (heed: Heed) => Promise<void>): void {
+  let started: StartedParts | undefined;
+  const heed: Heed = (logger, onStop) => {
+    const parts = new StartedParts(logger);
+    started = parts;
+    stopOnSignals(async () => {
+      onStop?.();
+      await parts.stopAll();
+    }, logger);
+    return parts;
+  };
+  start(heed).catch(async (err: unknown) => {
+    if (started?.isStopping) return;
+    process.stderr.write(`${failed}: ${err instanceof Error ? err.message : String(err)}\n`);
+    await Promise.race([started?.stopAll(), new Promise((resolve) => setTimeout(resolve, STOP_DEADLINE_MS))]);
+    process.exit(1);
+  });
 }

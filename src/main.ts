@@ -9,7 +9,7 @@ import { startDevServer, type DevServer } from './temporal/dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
 import { openDeliveryLog } from './delivery-log';
-import { STOP_DEADLINE_MS, StartedParts, stopOnSignals } from './lifecycle';
+import { runEntryPoint, type Heed } from './lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
 import { createIntegrationRuntime } from './isolates';
 import { startTracing } from './tracing';
@@ -19,19 +19,14 @@ import { startTracing } from './tracing';
  * server on a SQLite file in the data directory (Web UI on, pointed at our codec
  * endpoint), then the worker and the API in this process.
  */
-async function main(): Promise<void> {
+async function main(heed: Heed): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel);
   installTemporalRuntime(logger);
   // Ctrl-C, SIGTERM or the death of `npm start` stop what has started, last first, within
   // 10 s, whatever Temporal's state: during start-up too (building the Temporal CLI takes a
   // minute). On Linux the dev server, go and the isolates die with this process anyway.
-  const started = new StartedParts(logger);
-  stopOnSignals(async () => {
-    process.stdout.write('Stopping…\n');
-    await started.stopAll();
-  }, logger);
-  running = started;
+  const started = heed(logger, () => process.stdout.write('Stopping…\n'));
   const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'integration-platform' });
   const generated = loadOrCreateSecrets(config.dataDir, config.encryptionKey);
   const adminToken = config.adminToken ?? generated.adminToken;
@@ -102,13 +97,4 @@ async function main(): Promise<void> {
   );
 }
 
-/** What main() started, to stop if its start-up fails. */
-let running: StartedParts | undefined;
-
-main().catch(async (err) => {
-  // A step that failed because a signal stopped what it needed: the stop path says so and exits.
-  if (running?.isStopping) return;
-  process.stderr.write(`platform failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  await Promise.race([running?.stopAll(), new Promise((resolve) => setTimeout(resolve, STOP_DEADLINE_MS))]);
-  process.exit(1);
-});
+runEntryPoint('platform failed to start', main);

@@ -11,7 +11,7 @@ import { ShardClient, type ShardLimits } from './ingest/shard-client';
 import { IngestService } from './ingest/ingest-service';
 import { createIntegrationRuntime } from './isolates';
 import { installTemporalRuntime } from './temporal/runtime-logger';
-import { stopOnSignals } from './lifecycle';
+import { runEntryPoint, type Heed } from './lifecycle';
 import { serveMetrics } from './metrics/server';
 import { startTracing, type Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
@@ -102,11 +102,12 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
 }
 
 /** `node dist/src/worker.js`: the worker alone, configured from the environment (docker-compose). */
-async function main(): Promise<void> {
+async function main(heed: Heed): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'worker');
   installTemporalRuntime(logger);
-  const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-worker' });
+  const started = heed(logger);
+  const tracing = await started.add('tracing', startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-worker' }), (provider) => provider?.shutdown());
   const platformPorts = platformPortsOf(config);
   await assertEgressAllowList(config.egressAllow, platformPorts);
   const settings = {
@@ -115,9 +116,10 @@ async function main(): Promise<void> {
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
     tracing,
   };
-  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger });
-  const client = await connectClient(settings);
+  const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
+  const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
+  await started.add('the isolates', pool, (isolates) => isolates.close());
   const worker = await createWorker({
     ...settings,
     taskQueue: config.taskQueue,
@@ -130,22 +132,15 @@ async function main(): Promise<void> {
     retentionDays: config.retentionDays,
     logger,
   });
-  const metrics = await serveMetrics(config.workerMetricsPort);
-  logger.info({ taskQueue: config.taskQueue, metricsPort: metrics.port }, 'worker running');
   const running = worker.run();
   // The SDK's runtime starts draining the worker on SIGINT/SIGTERM; the stop waits for it, within its deadline.
-  stopOnSignals(async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
+  await started.add('the worker', worker, async (polling) => {
+    if (polling.getState() === 'RUNNING') polling.shutdown();
     await running;
-    await Promise.all([pool.close(), client.connection.close(), metrics.close()]);
-    await Promise.all([stores.close(), tracing?.shutdown()]);
-  }, logger);
+  });
+  const metrics = await started.add('the metrics endpoint', await serveMetrics(config.workerMetricsPort), (serving) => serving.close());
+  logger.info({ taskQueue: config.taskQueue, metricsPort: metrics.port }, 'worker running');
   await running;
 }
 
-if (require.main === module) {
-  main().catch((err) => {
-    process.stderr.write(`worker failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
-}
+if (require.main === module) runEntryPoint('worker failed', main);

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generateEncryptionKey } from '../src/encryption';
@@ -218,6 +219,25 @@ describe('the embedded default leaves no orphan, however it dies', function () {
     assert.equal(await exited, 0);
     await waitFor(async () => (isAlive(devServer) ? undefined : true), 5_000, 'the dev server to die');
     assert.ok(Date.now() - signalled < 3_000, `stopped after ${Date.now() - signalled} ms`);
+  });
+
+  it('the worker on its own (docker-compose) stops on SIGTERM while it still waits for a Temporal server that does not answer', async function () {
+    // Accepts connections and never answers: the worker's start-up waits on it.
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-worker-starting-'));
+      const worker = spawn(process.execPath, [path.join(DIST, 'src', 'worker.js')], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: `127.0.0.1:${(silent.address() as net.AddressInfo).port}`, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: `sqlite:${path.join(dir, 'log.db')}`, PLATFORM_WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, stdio: 'ignore' });
+      const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
+      await waitFor(async () => (existsSync(path.join(dir, 'log.db')) ? true : undefined), 10_000, 'the worker to open its log');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const signalled = Date.now();
+      worker.kill('SIGTERM');
+      assert.equal(await exited, 0);
+      assert.ok(Date.now() - signalled < 3_000, `stopped after ${Date.now() - signalled} ms`);
+    } finally {
+      silent.close();
+    }
   });
 
   it('a start-up that fails (its PORT taken) says which setting, stops what it started and exits 1', async function () {

@@ -3,25 +3,27 @@ import { createLogger } from '../logger';
 import { connectClient } from '../temporal/client';
 import { startApi } from './app';
 import { openDeliveryLog } from '../delivery-log';
-import { stopOnSignals } from '../lifecycle';
+import { runEntryPoint, type Heed } from '../lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from '../net/guards';
 import { createIntegrationRuntime } from '../isolates';
 import { startTracing } from '../tracing';
 import { installTemporalRuntime } from '../temporal/runtime-logger';
 
 /** `node dist/src/api/main.js`: the API alone, configured from the environment (docker-compose). */
-async function main(): Promise<void> {
+async function main(heed: Heed): Promise<void> {
   const config = configFromEnv();
   const logger = createLogger(config.logLevel, 'api');
   installTemporalRuntime(logger, { worker: false });
-  const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-api' });
+  const started = heed(logger);
+  const tracing = await started.add('tracing', startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-api' }), (provider) => provider?.shutdown());
   const platformPorts = platformPortsOf(config);
   await assertEgressAllowList(config.egressAllow, platformPorts);
   const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
-  const client = await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey, tracing });
-  const stores = await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: config.temporalNamespace, temporalUiUrl: config.temporalUiUrl, logger });
+  const client = await started.add('the Temporal client', await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey, tracing }), (connected) => connected.connection.close());
+  const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: config.temporalNamespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts });
-  const api = await startApi(
+  await started.add('the isolates', pool, (isolates) => isolates.close());
+  await started.add('the API', await startApi(
     {
       client,
       taskQueue: config.taskQueue,
@@ -37,16 +39,8 @@ async function main(): Promise<void> {
       codecCorsOrigins: config.codecCorsOrigins,
     },
     config.port,
-  );
+  ), (listening) => listening.close());
   logger.info({ url: config.baseUrl }, 'api listening');
-  stopOnSignals(async () => {
-    await api.close();
-    await Promise.all([client.connection.close(), pool.close()]);
-    await Promise.all([stores.close(), tracing?.shutdown()]);
-  }, logger);
 }
 
-main().catch((err) => {
-  process.stderr.write(`api failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+runEntryPoint('api failed to start', main);
