@@ -31,6 +31,12 @@ describe('configuration from the environment', function () {
     assert.equal(configFromEnv({ PORT: '7233', TEMPORAL_ADDRESS: 'temporal:7233' }).port, 7233);
   });
 
+  it('takes the isolate cap as a positive whole number, 32 unless set', function () {
+    assert.equal(configFromEnv({}).isolateMaxProcesses, 32);
+    assert.equal(configFromEnv({ PLATFORM_ISOLATE_MAX_PROCESSES: '8' }).isolateMaxProcesses, 8);
+    for (const value of ['0', '-4', 'many', '2.5']) assert.throws(() => configFromEnv({ PLATFORM_ISOLATE_MAX_PROCESSES: value }), new RegExp(`^Error: PLATFORM_ISOLATE_MAX_PROCESSES must be a positive whole number, got "${value}"`), value);
+  });
+
   it('takes a PLATFORM_ENCRYPTION_KEY of 32 bytes in base64 only: stray characters are refused, not skipped, and the key is never shown', function () {
     const key = generateEncryptionKey();
     assert.equal(configFromEnv({ PLATFORM_ENCRYPTION_KEY: key }).encryptionKey, key);

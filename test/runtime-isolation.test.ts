@@ -17,6 +17,7 @@ export default createIntegration({
       return Response.json({ calls, before });
     }
     if (path === '/spin') for (;;) {}
+    if (path === '/sleep') { await new Promise((resolve) => setTimeout(resolve, 6500)); return Response.json({ slept: true }); }
     if (path === '/hog') { const hoard = []; for (;;) hoard.push(new Array(1e5).fill(Math.random())); }
     if (path === '/throw') throw new Error('internal detail at /srv/secret.js:42');
     // 12 MiB, streamed: an answer, or an outbound request's body, past the platform's 10 MiB.
@@ -131,5 +132,42 @@ describe('isolates: tenants apart, limits enforced from outside', function () {
     await waitFor(async () => (forwarded.requests.some((r) => JSON.parse(r.body).what === 'after 1 s') ? true : undefined), 10_000, 'the 1 s work');
     await new Promise((resolve) => setTimeout(resolve, 37_000));
     assert.deepEqual(forwarded.requests.map((r) => JSON.parse(r.body).what).filter((what) => what === 'after 35 s'), []);
+  });
+});
+
+describe("isolates: one organization's burst holds its share of the pool, not the pool", function () {
+  this.timeout(120_000);
+  let platform: TestPlatform;
+  let a: { org: string; token: string };
+  let b: { org: string; token: string };
+  const installed: any[] = [];
+
+  before(async function () {
+    // A cap of 4: an organization's share is 1.
+    platform = await new TestPlatform(__filename, { maxIsolates: 4 }).start();
+    [a, b] = await Promise.all([platform.tenant(), platform.tenant()]);
+    const name = await publishExample(platform, a, 'webhook-receiver', { edit: (manifest) => [manifest.replace('visibility: private', 'visibility: public'), SCRIPT] });
+    for (const tenant of [a, a, b]) installed.push(await install(platform, tenant, name, { forward_url: 'http://127.0.0.1:9/unused' }));
+  });
+  after(async () => platform?.stop());
+
+  it('answers 503 with Retry-After once its share is busy past the admission wait, while another organization is served at once', async function () {
+    const [busy, waiting, other] = installed;
+    const timed = async (installation: any, path: string) => {
+      const started = performance.now();
+      const answer = await fetch(`${installation.urls.publicEndpoint}${path}`);
+      return { status: answer.status, retryAfter: answer.headers.get('retry-after'), body: (await answer.json()) as Record<string, unknown>, ms: performance.now() - started };
+    };
+    const sleeping = timed(busy, '/sleep');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const [refused, served] = await Promise.all([timed(waiting, '/'), timed(other, '/')]);
+    assert.deepEqual([served.status, served.body], [200, { ok: true }]);
+    assert.ok(served.ms < 2000, `the other organization waited ${served.ms} ms`);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.retryAfter, '1');
+    assert.equal(refused.body.error, 'integration_unavailable');
+    assert.match(String(refused.body.message), /as many integration processes as it may \(4, 1 an organization\) and none became free within 5 s/);
+    assert.equal((await sleeping).status, 200);
+    assert.deepEqual((await timed(waiting, '/')).body, { ok: true }, 'served once its organization has an idle process to make room with');
   });
 });

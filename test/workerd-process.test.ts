@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { IsolatePool } from '../src/isolates/isolate-pool';
+import { IsolateError, IsolatePool } from '../src/isolates/isolate-pool';
 import { registry } from '../src/metrics';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
 import { isAlive, listeningPorts } from '../src/net/procfs';
@@ -110,7 +110,8 @@ describe('the isolate pool (real workerd)', function () {
   const script = "export default { async fetch() { return new Response('ok'); } };";
   const pool = (options: Partial<ConstructorParameters<typeof IsolatePool>[0]> = {}) =>
     new IsolatePool({ loadScript: async () => script, outbound: async () => { throw new Error('no network'); }, bindings: {}, ...options });
-  const call = (p: IsolatePool, installation: string) => p.call({ integration: 'x', version: 1, installation }, '/v1', { method: 'POST', headers: {}, body: Buffer.from('') }, 5000);
+  /** Each installation of its own organization unless one is named. */
+  const call = (p: IsolatePool, installation: string, organization = installation, body = '') => p.call({ integration: 'x', version: 1, installation, organization }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(body) }, 5000);
 
   it('reuses a warm isolate per version and organization, and stops the idle ones', async function () {
     const isolates = pool({ idleMs: 200 });
@@ -135,7 +136,7 @@ describe('the isolate pool (real workerd)', function () {
     const stopped = async () => ((await registry.getSingleMetric('platform_isolates_stopped_total')?.get())?.values.find((value) => value.labels.reason === 'background_cpu')?.value ?? 0);
     const before = await stopped();
     try {
-      for (const [installation, body] of [['spins', 'spin'], ['idles', '']]) assert.equal((await isolates.call({ integration: 'x', version: 1, installation }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(body) }, 5000)).status, 200);
+      for (const [installation, body] of [['spins', 'spin'], ['idles', '']]) assert.equal((await call(isolates, installation!, installation, body)).status, 200);
       const spinning = isolates.warm().find((w) => w.key === 'x@1/spins')!.pid;
       await new Promise((resolve) => setTimeout(resolve, 400));
       await isolates.evict(); // past backgroundMs: each one's CPU time is noted
@@ -162,21 +163,57 @@ describe('the isolate pool (real workerd)', function () {
     }
   });
 
-  it("never stops an isolate a call is in to make room for another installation's, over the cap or the budget", async function () {
-    // Answers after as many ms as its body says.
-    const slow = 'export default { async fetch(request) { const ms = Number(await request.text()); await new Promise((resolve) => setTimeout(resolve, ms)); return new Response("ok"); } };';
+  // Answers after as many ms as its body says.
+  const slow = 'export default { async fetch(request) { const ms = Number(await request.text()); await new Promise((resolve) => setTimeout(resolve, ms)); return new Response("ok"); } };';
+
+  it("never runs more processes than the cap: a new one waits for one to become idle, and no call is cut short to make room", async function () {
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, memoryBudgetBytes: 1 });
-    const slowCall = (installation: string, ms: number) => isolates.call({ integration: 'x', version: 1, installation }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(String(ms)) }, 5000);
     try {
-      const inFlight = slowCall('a', 1500);
+      const inFlight = call(isolates, 'a', 'a', '1500');
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const other = slowCall('b', 0);
+      const started = performance.now();
+      const other = call(isolates, 'b', 'b', '0');
+      await new Promise((resolve) => setTimeout(resolve, 300));
       await isolates.evict();
-      assert.equal((await other).status, 200);
+      assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/a'], 'b waits; a, busy, is neither stopped nor joined by a second process');
       assert.equal((await inFlight).status, 200, "a's call ends as it would have alone");
-      assert.equal(isolates.warm().length, 2, 'over the cap while both were busy');
-      assert.equal((await slowCall('c', 0)).status, 200);
-      assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/c'], 'the next call past the cap trims the idle ones');
+      assert.equal((await other).status, 200);
+      assert.ok(performance.now() - started >= 900, 'b started once a was idle');
+      assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/b'], 'a, idle, made room for b');
+    } finally {
+      await isolates.close();
+    }
+  });
+
+  it('refuses a call (503) when no process becomes idle within the admission wait', async function () {
+    const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, admissionWaitMs: 300 });
+    try {
+      const inFlight = call(isolates, 'a', 'a', '1500');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const started = performance.now();
+      await assert.rejects(call(isolates, 'b'), (err: Error) => err instanceof IsolateError && err.status === 503 && /as many integration processes as it may \(1, 1 an organization\)/.test(err.message));
+      assert.ok(performance.now() - started < 1000, 'refused after the wait, not after a');
+      assert.equal((await inFlight).status, 200);
+      assert.equal((await call(isolates, 'b')).status, 200, 'room again once a is idle');
+    } finally {
+      await isolates.close();
+    }
+  });
+
+  it("holds an organization to its share of the cap: its burst waits for its own processes, another organization's call does not", async function () {
+    // A cap of 4: an organization's share is 1.
+    const isolates = pool({ loadScript: async () => slow, maxProcesses: 4 });
+    try {
+      const first = call(isolates, 'a1', 'busy', '1500');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const second = call(isolates, 'a2', 'busy', '0');
+      const started = performance.now();
+      assert.equal((await call(isolates, 'b1', 'calm', '0')).status, 200);
+      assert.ok(performance.now() - started < 1000, 'the other organization is served at once');
+      assert.deepEqual(isolates.warm().map((w) => w.key).sort(), ['x@1/a1', 'x@1/b1'], "a2 waits for its organization's share, not for the cap");
+      assert.equal((await first).status, 200);
+      assert.equal((await second).status, 200);
+      assert.deepEqual(isolates.warm().map((w) => w.key).sort(), ['x@1/a2', 'x@1/b1'], 'a1, idle, made room for a2; b1 untouched');
     } finally {
       await isolates.close();
     }

@@ -23,6 +23,8 @@ export interface RuntimeOptions {
   egressGuard: DestinationGuard;
   /** Learns each workerd process's ports, so that no guard ever lets anything reach them. */
   platformPorts: PlatformPorts;
+  /** PLATFORM_ISOLATE_MAX_PROCESSES */
+  maxProcesses?: number;
 }
 
 /** An installation's token (`itk_…`), the only credential the binding carries. */
@@ -71,6 +73,7 @@ export function createIntegrationRuntime(options: RuntimeOptions): { runtime: In
     outbound: createEgress(options.egressGuard),
     bindings: { platformApi: platformApiBinding(options.apiUrl ?? options.baseUrl) },
     onStarted: (process) => options.platformPorts.watchProcess(process.pid),
+    maxProcesses: options.maxProcesses,
   });
   return { runtime: new IntegrationRuntime(pool, versions, new InstallationTokens(options.encryptionKey), options.baseUrl), pool };
 }

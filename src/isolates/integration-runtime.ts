@@ -4,7 +4,7 @@ import { buildEnvironment } from '../integrations/environment';
 import type { InstallationTokens } from '../integrations/installation-tokens';
 import type { IntegrationVersions } from '../integrations/versions';
 import type { IntegrationEvent } from '../runtime/types';
-import type { IsolatePool } from './isolate-pool';
+import { IsolateError, type IsolatePool } from './isolate-pool';
 import type { IsolateAnswer } from './workerd-process';
 import { isolateCalls, statusClass } from '../metrics';
 
@@ -41,11 +41,12 @@ export class IntegrationRuntime {
     const kind = event.type === 'fetch' ? 'fetch' : event.type === 'ui_render' ? 'component' : 'event';
     const timer = isolateCalls.startTimer({ kind });
     try {
-      const answer = await this.pool.call({ integration: installation.integration, version: version.version, installation: installation.id }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
+      const answer = await this.pool.call({ integration: installation.integration, version: version.version, installation: installation.id, organization: installation.target.org }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
       timer({ outcome: statusClass(answer.status) });
       return answer;
     } catch (err) {
-      timer({ outcome: 'killed' });
+      // Refused: no room in the pool for a new process (IsolatePool's admission).
+      timer({ outcome: err instanceof IsolateError && err.status === 503 ? 'refused' : 'killed' });
       throw err;
     }
   }

@@ -1,17 +1,20 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
 import { cpuSecondsOf, residentBytes } from '../net/procfs';
 import { isolatesStopped } from '../metrics';
+import { ISOLATE_MAX_PROCESSES } from '../config';
 import { RUNTIME_HOST_SOURCE } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
- * of its own (DESIGN.md §2: isolated from the platform and from other installations).
+ * of its own (DESIGN.md §2: isolated from the platform and from other installations); the
+ * installing organization's processes count against its share of the pool.
  */
 export interface IsolateKey {
   integration: string;
   version: number;
   installation: string;
+  organization: string;
 }
 
 export interface IsolatePoolOptions {
@@ -26,8 +29,13 @@ export interface IsolatePoolOptions {
   idleMs?: number;
   /** Past this long after its last call, a process spending CPU is stopped (BACKGROUND_MS unless set). */
   backgroundMs?: number;
-  /** Past this many processes, the least recently used is stopped. */
+  /**
+   * Processes at most, starting or warm (ISOLATE_MAX_PROCESSES unless set): a hard bound, so that
+   * memory is bounded by it times memoryLimitBytes, whatever a burst asks for.
+   */
   maxProcesses?: number;
+  /** How long a call waits for room in the pool before it is refused (ADMISSION_WAIT_MS unless set). */
+  admissionWaitMs?: number;
   /** Past this much resident memory in all, the least recently used are stopped. */
   memoryBudgetBytes?: number;
 }
@@ -43,6 +51,9 @@ export class IsolateError extends Error {
 }
 
 interface Entry {
+  organization: string;
+  /** Counted against the cap and its organization's share: room was found for it. */
+  admitted: boolean;
   starting: Promise<WorkerdProcess>;
   process?: WorkerdProcess;
   lastUsed: number;
@@ -66,12 +77,30 @@ const BACKGROUND_CPU_SHARE = 0.1;
 const MiB = 1024 * 1024;
 
 /**
+ * One organization's processes at most, as a share of the cap: a tenant whose many
+ * installations are called at once (a burst, or a hostile one) leaves room for three others.
+ */
+const ORGANIZATION_SHARE = 1 / 4;
+/** How long a call waits for a process to become free before it is refused (503, retried by callers and deliveries). */
+const ADMISSION_WAIT_MS = 5000;
+
+/** A call waiting for room in the pool. */
+interface Waiter {
+  entry: Entry;
+  admitted(): void;
+  refused(err: IsolateError): void;
+}
+
+/**
  * Warm isolates for integration code: started on first call, reused, replaced when killed
- * (deadline, memory, crash), and stopped when idle or when too many are warm. A process
- * that misbehaves takes down only its own installation's calls.
+ * (deadline, memory, crash), and stopped when idle or over the memory budget. A process
+ * that misbehaves takes down only its own installation's calls. A new process needs room:
+ * under the cap and its organization's share, or made by stopping an idle one; failing
+ * that, its call waits for one to become idle, then is refused.
  */
 export class IsolatePool {
   private readonly entries = new Map<string, Entry>();
+  private readonly waiting: Waiter[] = [];
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly options: IsolatePoolOptions) {
@@ -83,7 +112,6 @@ export class IsolatePool {
     const entry = this.entryOf(key);
     entry.calls += 1;
     try {
-      if (this.entries.size > this.maxProcesses) void this.evictOverflow();
       const process = await entry.starting;
       try {
         return await process.call(path, request, deadlineMs);
@@ -95,11 +123,12 @@ export class IsolatePool {
       }
     } finally {
       entry.calls -= 1;
+      if (entry.calls === 0) this.admitWaiting();
     }
   }
 
   private get maxProcesses(): number {
-    return this.options.maxProcesses ?? 64;
+    return this.options.maxProcesses ?? ISOLATE_MAX_PROCESSES;
   }
 
   /** Warm processes, with their cold start and resident memory, for the bench and operators. */
@@ -111,6 +140,7 @@ export class IsolatePool {
     clearInterval(this.sweeper);
     const entries = [...this.entries.values()];
     this.entries.clear();
+    for (const waiter of this.waiting.splice(0)) waiter.refused(new IsolateError('the platform is stopping', 503));
     await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
   }
 
@@ -122,8 +152,13 @@ export class IsolatePool {
       entry = undefined;
     }
     if (!entry) {
-      const started = Date.now();
-      const created: Entry = { lastUsed: started, starting: this.start(key), calls: 0 };
+      // Its start waits for its admission, which marks it: `starting` is set before anything reads it.
+      const created = { organization: key.organization, admitted: false, lastUsed: Date.now(), calls: 0 } as Entry;
+      let started = 0;
+      created.starting = this.admit(created).then(() => {
+        started = Date.now();
+        return this.start(key);
+      });
       entry = created;
       this.entries.set(id, created);
       created.starting.then(
@@ -131,7 +166,7 @@ export class IsolatePool {
           created.process = process;
           created.coldStartMs = Date.now() - started;
         },
-        () => this.entries.delete(id),
+        () => this.drop(id, created),
       );
     }
     entry.lastUsed = Date.now();
@@ -160,21 +195,70 @@ export class IsolatePool {
 
   private forget(key: IsolateKey, process: WorkerdProcess): void {
     const id = `${key.integration}@${key.version}/${key.installation}`;
-    if (this.entries.get(id)?.process === process) this.entries.delete(id);
+    const entry = this.entries.get(id);
+    if (entry?.process === process) this.drop(id, entry);
     void process.dispose();
   }
 
-  /**
-   * Stops the least recently used past the cap, among those no call is waiting for or in:
-   * one tenant's many installations must not stop another's call halfway (a 502 to it).
-   * While all are busy the cap is exceeded; the next call past it trims.
-   */
-  private async evictOverflow(): Promise<void> {
-    const idle = [...this.entries].filter(([, entry]) => entry.calls === 0).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
-    for (const [id, entry] of idle.slice(0, Math.max(0, this.entries.size - this.maxProcesses))) {
-      this.entries.delete(id);
-      await entry.starting.then((process) => process.dispose(), () => undefined);
+  /** Takes an entry out of the pool (its process, if any, is the caller's to stop): its room goes to those waiting. */
+  private drop(id: string, entry: Entry): void {
+    if (this.entries.get(id) !== entry) return;
+    this.entries.delete(id);
+    this.admitWaiting();
+  }
+
+  /** Room for a new process now, or once a process becomes idle within the wait; refused (503) after it. */
+  private admit(entry: Entry): Promise<void> {
+    if (this.makeRoom(entry)) return Promise.resolve();
+    const waitMs = this.options.admissionWaitMs ?? ADMISSION_WAIT_MS;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        waiter.refused(new IsolateError(`the platform runs as many integration processes as it may (${this.maxProcesses}, ${this.shareOfOrganization} an organization) and none became free within ${waitMs / 1000} s; try again shortly`, 503));
+      }, waitMs);
+      const end = <T>(settle: (value: T) => void) => (value: T) => {
+        clearTimeout(timer);
+        settle(value);
+      };
+      const waiter: Waiter = { entry, admitted: end(resolve), refused: end(reject) };
+      this.waiting.push(waiter);
+    });
+  }
+
+  /** Admits those waiting, first come first served, each as soon as there is room for it (another organization's may come first). */
+  private admitWaiting(): void {
+    for (const waiter of [...this.waiting]) {
+      if (!this.makeRoom(waiter.entry)) continue;
+      this.waiting.splice(this.waiting.indexOf(waiter), 1);
+      waiter.admitted();
     }
+  }
+
+  private get shareOfOrganization(): number {
+    return Math.max(1, Math.floor(this.maxProcesses * ORGANIZATION_SHARE));
+  }
+
+  /**
+   * Admits an entry under the cap and its organization's share, stopping the least recently
+   * used idle process if that makes room: the organization's own once it holds its share.
+   * A process a call is in or waiting for is never stopped for another's.
+   */
+  private makeRoom(entry: Entry): boolean {
+    const admitted = [...this.entries].filter(([, other]) => other.admitted);
+    const ofOrganization = admitted.filter(([, other]) => other.organization === entry.organization);
+    const atShare = ofOrganization.length >= this.shareOfOrganization;
+    if (!atShare && admitted.length < this.maxProcesses) {
+      entry.admitted = true;
+      return true;
+    }
+    const idle = (atShare ? ofOrganization : admitted).filter(([, other]) => other.calls === 0 && other.process).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    const victim = idle[0];
+    if (!victim) return false;
+    this.entries.delete(victim[0]);
+    void victim[1].process!.dispose();
+    isolatesStopped.inc({ reason: 'make_room' });
+    entry.admitted = true;
+    return true;
   }
 
   /**
@@ -191,7 +275,7 @@ export class IsolatePool {
       if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
       if (!spinning && (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
       if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
-      this.entries.delete(id);
+      this.drop(id, entry);
       await entry.process!.dispose();
     }
   }

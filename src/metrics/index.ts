@@ -40,12 +40,12 @@ export const logWriteLag = new Histogram({
 export const publishes = new Histogram({ name: 'platform_publish_duration_seconds', help: 'Publishes of integration versions, by outcome (published, refused)', labelNames: ['outcome'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5], registers: [registry] });
 export const isolateCalls = new Histogram({
   name: 'platform_isolate_call_duration_seconds',
-  help: 'Calls into integration code, by kind (fetch, event, component) and outcome (HTTP status class, or killed)',
+  help: 'Calls into integration code, by kind (fetch, event, component) and outcome (HTTP status class; killed; refused: no room in the isolate pool)',
   labelNames: ['kind', 'outcome'],
   buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
   registers: [registry],
 });
-export const isolatesStopped = new Counter({ name: 'platform_isolates_stopped_total', help: 'Isolate processes the pool stopped for misbehaving, by reason (background_cpu: CPU spent long after their last call)', labelNames: ['reason'], registers: [registry] });
+export const isolatesStopped = new Counter({ name: 'platform_isolates_stopped_total', help: 'Isolate processes the pool stopped before they were idle for long, by reason (background_cpu: CPU spent long after their last call; make_room: idle, stopped for a new one at the cap)', labelNames: ['reason'], registers: [registry] });
 export const temporalClientErrors = new Counter({ name: 'platform_temporal_client_errors_total', help: 'Temporal client calls that failed, by gRPC status code', labelNames: ['code'], registers: [registry] });
 
 let countPendingRetries: (() => Promise<number>) | undefined;

@@ -35,6 +35,8 @@ export interface TestPlatformOptions {
   egressAllow?: string[];
   /** The delivery shards' limits (hand-overs per run, backlog). */
   shardLimits?: ShardLimits;
+  /** The isolate pool's cap (PLATFORM_ISOLATE_MAX_PROCESSES). */
+  maxIsolates?: number;
   /** `nowhere`: webhooks and integration code reach no destination at all (fuzzing). */
   outbound?: 'nowhere';
   /** The delivery log: a fresh SQLite file (default), a fresh PostgreSQL database, or another platform's (`databaseUrl`). */
@@ -116,7 +118,7 @@ export class TestPlatform {
     // The API's port is chosen first: the isolates' API binding and public endpoints are built from it.
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts });
+    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts, maxProcesses: this.options.maxIsolates });
     this.isolates = pool;
     this.runtime = runtime;
     if (this.options.worker !== false) {
