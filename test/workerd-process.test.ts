@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Response as MiniflareResponse } from 'miniflare';
 import { IsolateError, IsolatePool } from '../src/isolates/isolate-pool';
 import { registry } from '../src/metrics';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
@@ -144,6 +145,40 @@ describe('the isolate pool (real workerd)', function () {
       await isolates.evict();
       assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/idles']);
       assert.equal(isAlive(spinning), false);
+      assert.equal(await stopped(), before + 1);
+    } finally {
+      await isolates.close();
+    }
+  });
+
+  it("refuses the egress and API binding of work left behind past its bound, and stops its process (background work that spends no CPU)", async function () {
+    // After the response: a fetch and an API call, as many ms later as the body says.
+    const later = "export default { async fetch(request, env, ctx) { const ms = Number(await request.text()); ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, ms)).then(() => Promise.all([fetch('http://example.test/' + ms), env.platformApi.fetch('http://api/' + ms)]))); return new Response('ok'); } };";
+    const seen: string[] = [];
+    const isolates = pool({
+      loadScript: async () => later,
+      backgroundMs: 500,
+      outbound: async (request) => {
+        seen.push(`egress ${new URL(request.url).pathname}`);
+        return new MiniflareResponse('fine');
+      },
+      bindings: {
+        platformApi: (req, res) => {
+          seen.push(`api ${req.url}`);
+          res.end('fine');
+        },
+      },
+    });
+    const stopped = async () => ((await registry.getSingleMetric('platform_isolates_stopped_total')?.get())?.values.find((value) => value.labels.reason === 'work_left_behind')?.value ?? 0);
+    const before = await stopped();
+    try {
+      assert.equal((await call(isolates, 'a', 'a', '100')).status, 200);
+      assert.equal((await call(isolates, 'b', 'b', '1000')).status, 200);
+      const b = isolates.warm().find((w) => w.key === 'x@1/b')!.pid;
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.deepEqual(seen.sort(), ['api /100', 'egress /100'], "a's work within the bound went out; b's past it did not");
+      assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/a']);
+      assert.equal(isAlive(b), false);
       assert.equal(await stopped(), before + 1);
     } finally {
       await isolates.close();

@@ -11,7 +11,8 @@ const EGRESS_TIMEOUT_MS = 30_000;
 /** A request body or response past MAX_EXCHANGE_BYTES is cut off: an integration's fetch is no file transfer. */
 const TOO_LARGE = `exceeds ${MAX_EXCHANGE_BYTES / 1024 / 1024} MiB`;
 
-const refused = (message: string, status = 403) => new MiniflareResponse(JSON.stringify({ error: 'egress_refused', message }), { status, headers: { 'content-type': 'application/json' } });
+/** What an isolate's fetch gets when the platform refuses it. */
+export const egressRefusal = (message: string, status = 403) => new MiniflareResponse(JSON.stringify({ error: 'egress_refused', message }), { status, headers: { 'content-type': 'application/json' } });
 
 /**
  * The isolate's outbound fetch (its only way out): http and https only, each destination
@@ -26,13 +27,13 @@ export function createEgress(guard: DestinationGuard) {
     try {
       url = new URL(request.url);
     } catch {
-      return refused('not a URL', 400);
+      return egressRefusal('not a URL', 400);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return refused(`${url.protocol} is not allowed; only http and https`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return egressRefusal(`${url.protocol} is not allowed; only http and https`);
     try {
       guard.assertLiteral(url);
     } catch (err) {
-      return refused((err as Error).message);
+      return egressRefusal((err as Error).message);
     }
     // Streamed, not read whole first: counted as it goes out, after the guard has judged the destination.
     const body = request.method === 'GET' || request.method === 'HEAD' || !request.body ? undefined : Readable.fromWeb(request.body as NodeReadableStream<Uint8Array>);
@@ -46,7 +47,7 @@ export function createEgress(guard: DestinationGuard) {
         // Drained, not destroyed: cancelling miniflare's request stream mid-read throws in it,
         // and one left unread holds the isolate's next requests. Nothing drained is kept.
         body?.unpipe(outgoing).resume();
-        resolve(err.code === 'EBLOCKED' ? refused(err.message) : err.code === 'ETOOLARGE' ? refused(err.message, 413) : refused(`the request failed: ${err.message}`, 502));
+        resolve(err.code === 'EBLOCKED' ? egressRefusal(err.message) : err.code === 'ETOOLARGE' ? egressRefusal(err.message, 413) : egressRefusal(`the request failed: ${err.message}`, 502));
       });
       outgoing.on('response', (response) => {
         const chunks: Buffer[] = [];
@@ -56,7 +57,7 @@ export function createEgress(guard: DestinationGuard) {
           if (size > MAX_EXCHANGE_BYTES) response.destroy(new Error(`the response ${TOO_LARGE}`));
           else chunks.push(chunk);
         });
-        response.on('error', (err) => resolve(refused(err.message, 502)));
+        response.on('error', (err) => resolve(egressRefusal(err.message, 502)));
         response.on('end', () => {
           const answer = new Headers();
           for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) answer.set(name, Array.isArray(value) ? value.join(', ') : value);

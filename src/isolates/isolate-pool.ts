@@ -4,6 +4,7 @@ import { isolatesStopped } from '../metrics';
 import { ISOLATE_MAX_PROCESSES } from '../config';
 import { RUNTIME_HOST_SOURCE } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
+import { egressRefusal } from './egress';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
@@ -157,7 +158,7 @@ export class IsolatePool {
       let started = 0;
       created.starting = this.admit(created).then(() => {
         started = Date.now();
-        return this.start(key);
+        return this.start(key, this.heeding(id, created));
       });
       entry = created;
       this.entries.set(id, created);
@@ -173,7 +174,7 @@ export class IsolatePool {
     return entry;
   }
 
-  private async start(key: IsolateKey): Promise<WorkerdProcess> {
+  private async start(key: IsolateKey, ways: Pick<IsolatePoolOptions, 'outbound' | 'bindings'>): Promise<WorkerdProcess> {
     const script = await this.options.loadScript(key.integration, key.version);
     try {
       const process = await WorkerdProcess.start({
@@ -182,8 +183,8 @@ export class IsolatePool {
           { name: 'integration.js', type: 'ESModule', contents: script },
         ],
         memoryLimitBytes: this.options.memoryLimitBytes ?? 128 * MiB,
-        outbound: this.options.outbound,
-        bindings: this.options.bindings,
+        outbound: ways.outbound,
+        bindings: ways.bindings,
       });
       this.options.onStarted?.(process);
       return process;
@@ -280,9 +281,47 @@ export class IsolatePool {
     }
   }
 
+  /** Whether whatever the process does now is work left behind: no call is in it, and the last began more than BACKGROUND_MS ago. */
+  private leftBehind(entry: Entry, now = Date.now()): boolean {
+    return entry.calls === 0 && entry.lastUsed < now - (this.options.backgroundMs ?? BACKGROUND_MS);
+  }
+
+  /**
+   * A process's ways out (egress, the API binding), refused once its work is left behind:
+   * background work that spends little CPU (a fetch a minute after the call, through
+   * cloudflare:workers' own waitUntil) is not found by its CPU, but is by what it asks for.
+   * The process is stopped at its first such request.
+   */
+  private heeding(id: string, entry: Entry): Pick<IsolatePoolOptions, 'outbound' | 'bindings'> {
+    const message = "integration code's work past its call's 10 s and the 30 s of its waitUntil work; the isolate is stopped";
+    const stoppedIfLeftBehind = (): boolean => {
+      if (!this.leftBehind(entry)) return false;
+      if (this.entries.get(id) === entry) {
+        isolatesStopped.inc({ reason: 'work_left_behind' });
+        this.drop(id, entry);
+        // Once this request is answered: the process is in the middle of it.
+        setImmediate(() => void entry.process?.dispose());
+      }
+      return true;
+    };
+    const { outbound, bindings } = this.options;
+    return {
+      outbound: async (request) => (stoppedIfLeftBehind() ? egressRefusal(message) : outbound(request)),
+      bindings: Object.fromEntries(
+        Object.entries(bindings).map(([name, node]): [string, NodeService] => [
+          name,
+          (req, res) => {
+            if (!stoppedIfLeftBehind()) return node(req, res);
+            res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'egress_refused', message }));
+          },
+        ]),
+      ),
+    };
+  }
+
   /** Whether a process with no call for BACKGROUND_MS spent more than BACKGROUND_CPU_SHARE of a core since last looked at. */
   private spendsInBackground(entry: Entry, now: number): boolean {
-    if (entry.calls > 0 || entry.lastUsed >= now - (this.options.backgroundMs ?? BACKGROUND_MS)) {
+    if (!this.leftBehind(entry, now)) {
       entry.cpu = undefined;
       return false;
     }
