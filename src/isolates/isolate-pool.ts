@@ -1,6 +1,6 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
 import { cpuSecondsOf, residentBytes } from '../net/procfs';
-import { isolatesStopped } from '../metrics';
+import { isolateCallsWaiting, isolateProcesses, isolatesStopped } from '../metrics';
 import { ISOLATE_MAX_PROCESSES } from '../config';
 import { RUNTIME_HOST_SOURCE } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
@@ -140,8 +140,8 @@ export class IsolatePool {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     const entries = [...this.entries.values()];
-    this.entries.clear();
-    for (const waiter of this.waiting.splice(0)) waiter.refused(new IsolateError('the platform is stopping', 503));
+    for (const [id, entry] of this.entries) this.remove(id, entry);
+    for (const waiter of [...this.waiting]) this.unqueue(waiter).refused(new IsolateError('the platform is stopping', 503));
     await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
   }
 
@@ -204,8 +204,19 @@ export class IsolatePool {
   /** Takes an entry out of the pool (its process, if any, is the caller's to stop): its room goes to those waiting. */
   private drop(id: string, entry: Entry): void {
     if (this.entries.get(id) !== entry) return;
-    this.entries.delete(id);
+    this.remove(id, entry);
     this.admitWaiting();
+  }
+
+  private remove(id: string, entry: Entry): void {
+    this.entries.delete(id);
+    if (entry.admitted) isolateProcesses.dec();
+  }
+
+  private unqueue(waiter: Waiter): Waiter {
+    this.waiting.splice(this.waiting.indexOf(waiter), 1);
+    isolateCallsWaiting.dec();
+    return waiter;
   }
 
   /** Room for a new process now, or once a process becomes idle within the wait; refused (503) after it. */
@@ -214,8 +225,7 @@ export class IsolatePool {
     const waitMs = this.options.admissionWaitMs ?? ADMISSION_WAIT_MS;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(waiter), 1);
-        waiter.refused(new IsolateError(`the platform runs as many integration processes as it may (${this.maxProcesses}, ${this.shareOfOrganization} an organization) and none became free within ${waitMs / 1000} s; try again shortly`, 503));
+        this.unqueue(waiter).refused(new IsolateError(`the platform runs as many integration processes as it may (${this.maxProcesses}, ${this.shareOfOrganization} an organization) and none became free within ${waitMs / 1000} s; try again shortly`, 503));
       }, waitMs);
       const end = <T>(settle: (value: T) => void) => (value: T) => {
         clearTimeout(timer);
@@ -223,15 +233,14 @@ export class IsolatePool {
       };
       const waiter: Waiter = { entry, admitted: end(resolve), refused: end(reject) };
       this.waiting.push(waiter);
+      isolateCallsWaiting.inc();
     });
   }
 
   /** Admits those waiting, first come first served, each as soon as there is room for it (another organization's may come first). */
   private admitWaiting(): void {
     for (const waiter of [...this.waiting]) {
-      if (!this.makeRoom(waiter.entry)) continue;
-      this.waiting.splice(this.waiting.indexOf(waiter), 1);
-      waiter.admitted();
+      if (this.makeRoom(waiter.entry)) this.unqueue(waiter).admitted();
     }
   }
 
@@ -248,17 +257,19 @@ export class IsolatePool {
     const admitted = [...this.entries].filter(([, other]) => other.admitted);
     const ofOrganization = admitted.filter(([, other]) => other.organization === entry.organization);
     const atShare = ofOrganization.length >= this.shareOfOrganization;
-    if (!atShare && admitted.length < this.maxProcesses) {
-      entry.admitted = true;
-      return true;
-    }
+    if (!atShare && admitted.length < this.maxProcesses) return this.admitted(entry);
     const idle = (atShare ? ofOrganization : admitted).filter(([, other]) => other.calls === 0 && other.process).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
     const victim = idle[0];
     if (!victim) return false;
-    this.entries.delete(victim[0]);
+    this.remove(...victim);
     void victim[1].process!.dispose();
     isolatesStopped.inc({ reason: 'make_room' });
+    return this.admitted(entry);
+  }
+
+  private admitted(entry: Entry): true {
     entry.admitted = true;
+    isolateProcesses.inc();
     return true;
   }
 
