@@ -7,6 +7,7 @@ import { barePoster, closedLoop, httpClient, openLoop, percentile, progress, unt
 import { BenchReceiver } from './receiver';
 import { noisyNeighbourScenario } from './neighbours';
 import { publicEndpointScenario } from './runtime';
+import { startRelay } from './relay';
 import { startEmbedded, startSplit, type Stack } from './stack';
 
 /**
@@ -61,11 +62,14 @@ async function tenant(stack: Stack, receiver: BenchReceiver, installations: numb
 const events = (t: Tenant, n: number, label: string): SpaceContentUpdated[] =>
   Array.from({ length: n }, (_, i) => ({ type: 'space_content_updated', organizationId: t.org, spaceId: 'space', revisionId: `rev-${i}`, eventId: `evt_${label}_${t.org}_${i}` }));
 
+/** What takes the bench's events: the platform, or the relay under it (bench/relay.ts). */
+type Ingesting = Pick<Stack, 'base' | 'adminToken' | 'cpu'>;
+
 /** The bench's client of the platform's ingest: the same as the bare loop's. */
 const ingestClient = httpClient(256);
 
 /** POSTs one event; retried on 503 or no answer (a 503 means "not known to be accepted"). */
-async function ingest(stack: Stack, event: SpaceContentUpdated, counts: { retries: number }): Promise<number> {
+async function ingest(stack: Ingesting, event: SpaceContentUpdated, counts: { retries: number }): Promise<number> {
   for (;;) {
     const started = performance.now();
     const response = await ingestClient.send(`${stack.base}/v1/events`, 'POST', { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' }, JSON.stringify(event)).catch(() => undefined);
@@ -77,7 +81,7 @@ async function ingest(stack: Stack, event: SpaceContentUpdated, counts: { retrie
 }
 
 /** Sends events through the platform and waits for the receiver to have each once (2xx). */
-async function throughPlatform(stack: Stack, receiver: BenchReceiver, label: string, list: SpaceContentUpdated[], send: (task: (i: number) => Promise<void>) => Promise<void>, expected = list.length) {
+async function throughPlatform(stack: Ingesting, receiver: BenchReceiver, label: string, list: SpaceContentUpdated[], send: (task: (i: number) => Promise<void>) => Promise<void>, expected = list.length) {
   const sentAt = new Map<string, number>();
   const ackMs: number[] = [];
   const counts = { retries: 0 };
@@ -152,7 +156,19 @@ async function main(): Promise<void> {
     const aRss = stack.peakRss();
     receiver.reset();
     const aBare = await bare(receiver, 'a', bodiesOf(aEvents, a.installations[0]!), (task) => closedLoop(aEvents.length, 64, task));
-    results.a = { platform: aPlatform, bare: aBare, ratio: ratio(aPlatform.deliveredPerS, aBare.deliveredPerS), peakRssMiB: aRss, totalRssMiB: Object.values(aRss).reduce((s: number, v) => s + (v ?? 0), 0), logMiB: stack.logSizeMiB() };
+    receiver.reset();
+    const relay = await startRelay(receiver.url, receiver.secrets[0]!);
+    const aRelay = await throughPlatform(relay, receiver, 'a relay', aEvents, (task) => closedLoop(aEvents.length, 64, task)).finally(relay.stop);
+    results.a = {
+      platform: aPlatform,
+      bare: aBare,
+      ratio: ratio(aPlatform.deliveredPerS, aBare.deliveredPerS),
+      relay: aRelay,
+      relayRatio: ratio(aRelay.deliveredPerS, aBare.deliveredPerS),
+      peakRssMiB: aRss,
+      totalRssMiB: Object.values(aRss).reduce((s: number, v) => s + (v ?? 0), 0),
+      logMiB: stack.logSizeMiB(),
+    };
 
     // (b) a steady 100 events/s for 60 s.
     const bEvents = events(a, Math.round(6000 * SCALE), 'b');
@@ -265,6 +281,7 @@ function report(r: any): string {
     line('platform delivered/s', `${r.a.platform.deliveredPerS} (ingest ${r.a.platform.ingestPerS}/s)`),
     line('bare loop delivered/s', r.a.bare.deliveredPerS),
     line('ratio', `${r.a.ratio} (target >= 0.5)`),
+    line('relay floor delivered/s', `${r.a.relay.deliveredPerS}, ratio ${r.a.relayRatio}, CPU s ${JSON.stringify(r.a.relay.cpuS)} (HTTP in, signed POST out, nothing recorded: bench/relay.ts)`),
     line('end-to-end p50 / p99 ms', `${r.a.platform.endToEndMs.p50} / ${r.a.platform.endToEndMs.p99} (target p99 <= 1500; bare ${r.a.bare.endToEndMs.p50} / ${r.a.bare.endToEndMs.p99})`),
     line('peak RSS MiB', `${JSON.stringify(r.a.peakRssMiB)}, total ${r.a.totalRssMiB} (target <= 1024)`),
     line('delivery log on disk MiB', r.a.logMiB),
