@@ -1,12 +1,12 @@
 import path from 'node:path';
 
-/** Every setting the service reads from its environment (README lists them). */
 /**
  * Integration processes at most, by default: 4 GiB at their 128 MiB limit each, about
- * 1.7 GiB at the 53 MiB an idle one holds.
+ * 1.7 GiB at the 52 MiB an idle one holds.
  */
 export const ISOLATE_MAX_PROCESSES = 32;
 
+/** Every setting the service reads from its environment (README lists them). */
 export interface PlatformConfig {
   port: number;
   baseUrl: string;

@@ -37,6 +37,7 @@ export default createIntegration({
     }
     return Response.json({ ok: true });
   },
+  events: { space_content_updated: async () => undefined },
 });
 `;
 
@@ -169,5 +170,20 @@ describe("isolates: one organization's burst holds its share of the pool, not th
     assert.match(String(refused.body.message), /as many integration processes as it may \(4, 1 an organization\) and none became free within 5 s/);
     assert.equal((await sleeping).status, 200);
     assert.deepEqual((await timed(waiting, '/')).body, { ok: true }, 'served once its organization has an idle process to make room with');
+  });
+
+  it('delays an event to integration code that finds no room, without spending its attempts', async function () {
+    const [busy, waiting] = installed;
+    const sleeping = fetch(`${busy.urls.publicEndpoint}/sleep`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Its organization's one process is busy for 6 s: the attempt batch finds no room for 5 s, then runs again.
+    const answer = await platform.admin('POST', '/v1/events', { type: 'space_content_updated', organizationId: a.org, spaceId: 'space', revisionId: 'r1' });
+    assert.equal(answer.status, 202);
+    const id = answer.body.deliveries.find((delivery: string) => delivery.endsWith(waiting.id));
+    const delivery = await platform.finalDelivery(id, a.token);
+    assert.equal((await sleeping).status, 200);
+    assert.equal(delivery.status, 'delivered');
+    assert.deepEqual(delivery.attempts.map((attempt: any) => [attempt.attempt, attempt.statusCode]), [[1, delivery.attempts[0].statusCode]], 'one attempt, made once there was room');
+    assert.ok(delivery.attempts[0].statusCode < 300);
   });
 });

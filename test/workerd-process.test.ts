@@ -203,7 +203,7 @@ describe('the isolate pool (real workerd)', function () {
 
   it("never runs more processes than the cap: a new one waits for one to become idle, and no call is cut short to make room", async function () {
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, memoryBudgetBytes: 1 });
-    const gauges = async () => Promise.all(['platform_isolate_processes', 'platform_isolate_calls_waiting'].map(async (name) => (await registry.getSingleMetric(name)!.get()).values[0]!.value));
+    const gauges = async () => Promise.all(['platform_isolate_processes', 'platform_isolate_starts_waiting'].map(async (name) => (await registry.getSingleMetric(name)!.get()).values[0]!.value));
     const before = await gauges();
     try {
       const inFlight = call(isolates, 'a', 'a', '1500');
@@ -213,7 +213,7 @@ describe('the isolate pool (real workerd)', function () {
       await new Promise((resolve) => setTimeout(resolve, 300));
       await isolates.evict();
       assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/a'], 'b waits; a, busy, is neither stopped nor joined by a second process');
-      assert.deepEqual(await gauges(), [before[0]! + 1, before[1]! + 1], 'one process, one call waiting');
+      assert.deepEqual(await gauges(), [before[0]! + 1, before[1]! + 1], 'one process, one start waiting');
       assert.equal((await inFlight).status, 200, "a's call ends as it would have alone");
       assert.equal((await other).status, 200);
       assert.ok(performance.now() - started >= 900, 'b started once a was idle');

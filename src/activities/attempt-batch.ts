@@ -65,6 +65,9 @@ function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>,
   }
 }
 
+/** The isolate pool refused a new process (its cap, the organization's share): no attempt was made. */
+const isNoRoom = (err: unknown): err is IsolateError => err instanceof IsolateError && err.status === 503;
+
 /** The outcome of one attempt: final, or retried after the wait it chose (recorded with it). */
 function judge(id: string, record: AttemptRecord, retryAfterMs?: number): DeliveryOutcome {
   const next = verdict(record);
@@ -145,6 +148,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       const answer = await deps.runtime.invoke(target, JSON.parse(delivery.body) as Record<string, unknown>);
       return judge(delivery.id, { ...record, durationMs: Date.now() - started, statusCode: answer.status, responseBody: answer.body.subarray(0, 1024).toString('utf8') });
     } catch (err) {
+      // No room in the isolate pool: no attempt was made, and none is spent (see attemptDeliveries).
+      if (isNoRoom(err)) throw err;
       const timeout = err instanceof IsolateError && err.status === 504;
       return judge(delivery.id, { ...record, durationMs: Date.now() - started, error: timeout ? 'timeout' : 'network_error', errorMessage: (err as Error).message });
     }
@@ -231,6 +236,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.targets(installationIds) };
         return read.targets;
       };
+      /** Deliveries to integration code that found no room in the isolate pool. */
+      const noRoom: IsolateError[] = [];
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
         await deps.log.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
@@ -245,7 +252,12 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (delivery.recorded) return judge(id, delivery.recorded);
           await waitUntil(timeOf(entry));
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
-          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!));
+          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!).catch((err: unknown) => {
+              if (!isNoRoom(err)) throw err;
+              noRoom.push(err);
+              return undefined;
+            }));
+          if (!outcome) return undefined;
           if (outcome.attempt) endedAt.set(id, performance.now());
           recorder.add(outcome);
           return outcome;
@@ -257,6 +269,9 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       });
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
+      // The rest are recorded; the batch runs again (the activity's retries, 1 s then longer)
+      // for those that found no room, whose attempts are made then: a busy pool delays them.
+      if (noRoom.length) throw new Error(`${noRoom.length} of the batch's deliveries found no room in the isolate pool: ${noRoom[0]!.message}`);
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
       return written.map((outcome) => ({
         id: outcome.id,

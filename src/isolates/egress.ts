@@ -11,8 +11,10 @@ const EGRESS_TIMEOUT_MS = 30_000;
 /** A request body or response past MAX_EXCHANGE_BYTES is cut off: an integration's fetch is no file transfer. */
 const TOO_LARGE = `exceeds ${MAX_EXCHANGE_BYTES / 1024 / 1024} MiB`;
 
+/** The body of a refusal of what an isolate asked for (its fetch, or its API binding). */
+export const refusalBody = (message: string) => JSON.stringify({ error: 'egress_refused', message });
 /** What an isolate's fetch gets when the platform refuses it. */
-export const egressRefusal = (message: string, status = 403) => new MiniflareResponse(JSON.stringify({ error: 'egress_refused', message }), { status, headers: { 'content-type': 'application/json' } });
+export const egressRefusal = (message: string, status = 403) => new MiniflareResponse(refusalBody(message), { status, headers: { 'content-type': 'application/json' } });
 
 /**
  * The isolate's outbound fetch (its only way out): http and https only, each destination

@@ -1,10 +1,10 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
 import { cpuSecondsOf, residentBytes } from '../net/procfs';
-import { isolateCallsWaiting, isolateProcesses, isolatesStopped } from '../metrics';
+import { isolateProcesses, isolateStartsWaiting, isolatesStopped } from '../metrics';
 import { ISOLATE_MAX_PROCESSES } from '../config';
-import { RUNTIME_HOST_SOURCE } from './runtime-host';
+import { RUNTIME_HOST_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
-import { egressRefusal } from './egress';
+import { egressRefusal, refusalBody } from './egress';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
@@ -28,7 +28,7 @@ export interface IsolatePoolOptions {
   memoryLimitBytes?: number;
   /** A process unused this long is stopped. */
   idleMs?: number;
-  /** Past this long after its last call, a process spending CPU is stopped (BACKGROUND_MS unless set). */
+  /** Past this long after its last call ended, a process spending CPU or asking for anything is stopped (BACKGROUND_MS unless set). */
   backgroundMs?: number;
   /**
    * Processes at most, starting or warm (ISOLATE_MAX_PROCESSES unless set): a hard bound, so that
@@ -57,7 +57,10 @@ interface Entry {
   admitted: boolean;
   starting: Promise<WorkerdProcess>;
   process?: WorkerdProcess;
+  /** When its last call began: the least recently used goes first. */
   lastUsed: number;
+  /** When its last call ended: its waitUntil work may run WAIT_UNTIL_MS from then. */
+  lastEnded: number;
   coldStartMs?: number;
   /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
   calls: number;
@@ -66,12 +69,13 @@ interface Entry {
 }
 
 /**
- * Past a call's 10 s and the 30 s its waitUntil work may run on, nothing the platform asked
- * for runs in an isolate: CPU it spends then is work left behind that no bound reaches (a
- * synchronous loop stops the SDK's 30 s timer; cloudflare:workers' own waitUntil skips
- * it). A probe's spinners ran until idle eviction, 5 minutes, and slowed other tenants.
+ * Past the 30 s its last call's waitUntil work may run on (and a grace), nothing the
+ * platform asked for runs in an isolate: what it does then is work left behind that no
+ * bound reaches (a synchronous loop stops the SDK's 30 s timer; cloudflare:workers' own
+ * waitUntil skips it). A probe's spinners ran until idle eviction, 5 minutes, and slowed
+ * other tenants; its fetch a minute after the call went out.
  */
-const BACKGROUND_MS = 40_000;
+const BACKGROUND_MS = WAIT_UNTIL_MS + 5000;
 /** More than this share of a core, past BACKGROUND_MS, stops the process (an idle one spends about none). */
 const BACKGROUND_CPU_SHARE = 0.1;
 
@@ -85,11 +89,13 @@ const ORGANIZATION_SHARE = 1 / 4;
 /** How long a call waits for a process to become free before it is refused (503, retried by callers and deliveries). */
 const ADMISSION_WAIT_MS = 5000;
 
-/** A call waiting for room in the pool. */
+const stopping = () => new IsolateError('the platform is stopping', 503);
+
+/** A new process waiting for room in the pool, with the calls waiting for it. */
 interface Waiter {
   entry: Entry;
-  admitted(): void;
-  refused(err: IsolateError): void;
+  proceed(): void;
+  refuse(err: IsolateError): void;
 }
 
 /**
@@ -103,6 +109,7 @@ export class IsolatePool {
   private readonly entries = new Map<string, Entry>();
   private readonly waiting: Waiter[] = [];
   private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
 
   constructor(private readonly options: IsolatePoolOptions) {
     this.sweeper = setInterval(() => void this.evict(), 10_000).unref();
@@ -124,6 +131,7 @@ export class IsolatePool {
       }
     } finally {
       entry.calls -= 1;
+      entry.lastEnded = Date.now();
       if (entry.calls === 0) this.admitWaiting();
     }
   }
@@ -138,14 +146,17 @@ export class IsolatePool {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.sweeper);
     const entries = [...this.entries.values()];
     for (const [id, entry] of this.entries) this.remove(id, entry);
-    for (const waiter of [...this.waiting]) this.unqueue(waiter).refused(new IsolateError('the platform is stopping', 503));
+    for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(stopping());
     await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
   }
 
   private entryOf(key: IsolateKey): Entry {
+    // A process started now would outlive the pool.
+    if (this.closed) throw stopping();
     const id = `${key.integration}@${key.version}/${key.installation}`;
     let entry = this.entries.get(id);
     if (entry?.process && !entry.process.alive) {
@@ -154,7 +165,7 @@ export class IsolatePool {
     }
     if (!entry) {
       // Its start waits for its admission, which marks it: `starting` is set before anything reads it.
-      const created = { organization: key.organization, admitted: false, lastUsed: Date.now(), calls: 0 } as Entry;
+      const created = { organization: key.organization, admitted: false, lastUsed: Date.now(), lastEnded: Date.now(), calls: 0 } as Entry;
       let started = 0;
       created.starting = this.admit(created).then(() => {
         started = Date.now();
@@ -214,33 +225,36 @@ export class IsolatePool {
   }
 
   private unqueue(waiter: Waiter): Waiter {
-    this.waiting.splice(this.waiting.indexOf(waiter), 1);
-    isolateCallsWaiting.dec();
+    const at = this.waiting.indexOf(waiter);
+    if (at >= 0) {
+      this.waiting.splice(at, 1);
+      isolateStartsWaiting.dec();
+    }
     return waiter;
   }
 
   /** Room for a new process now, or once a process becomes idle within the wait; refused (503) after it. */
   private admit(entry: Entry): Promise<void> {
-    if (this.makeRoom(entry)) return Promise.resolve();
+    if (this.tryAdmit(entry)) return Promise.resolve();
     const waitMs = this.options.admissionWaitMs ?? ADMISSION_WAIT_MS;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.unqueue(waiter).refused(new IsolateError(`the platform runs as many integration processes as it may (${this.maxProcesses}, ${this.shareOfOrganization} an organization) and none became free within ${waitMs / 1000} s; try again shortly`, 503));
+        this.unqueue(waiter).refuse(new IsolateError(`the platform runs as many integration processes as it may (${this.maxProcesses}, ${this.shareOfOrganization} an organization) and none became free within ${waitMs / 1000} s; try again shortly`, 503));
       }, waitMs);
       const end = <T>(settle: (value: T) => void) => (value: T) => {
         clearTimeout(timer);
         settle(value);
       };
-      const waiter: Waiter = { entry, admitted: end(resolve), refused: end(reject) };
+      const waiter: Waiter = { entry, proceed: end(resolve), refuse: end(reject) };
       this.waiting.push(waiter);
-      isolateCallsWaiting.inc();
+      isolateStartsWaiting.inc();
     });
   }
 
   /** Admits those waiting, first come first served, each as soon as there is room for it (another organization's may come first). */
   private admitWaiting(): void {
     for (const waiter of [...this.waiting]) {
-      if (this.makeRoom(waiter.entry)) this.unqueue(waiter).admitted();
+      if (this.tryAdmit(waiter.entry)) this.unqueue(waiter).proceed();
     }
   }
 
@@ -249,25 +263,29 @@ export class IsolatePool {
   }
 
   /**
-   * Admits an entry under the cap and its organization's share, stopping the least recently
-   * used idle process if that makes room: the organization's own once it holds its share.
-   * A process a call is in or waiting for is never stopped for another's.
+   * Admits an entry under the cap and its organization's share, stopping an idle process
+   * if that makes room: the organization's own once it holds its share. A process a call
+   * is in or waiting for is never stopped for another's; one whose waitUntil work may
+   * still run only when no other is idle.
    */
-  private makeRoom(entry: Entry): boolean {
-    const admitted = [...this.entries].filter(([, other]) => other.admitted);
-    const ofOrganization = admitted.filter(([, other]) => other.organization === entry.organization);
+  private tryAdmit(entry: Entry): boolean {
+    const counted = [...this.entries].filter(([, other]) => other.admitted);
+    const ofOrganization = counted.filter(([, other]) => other.organization === entry.organization);
     const atShare = ofOrganization.length >= this.shareOfOrganization;
-    if (!atShare && admitted.length < this.maxProcesses) return this.admitted(entry);
-    const idle = (atShare ? ofOrganization : admitted).filter(([, other]) => other.calls === 0 && other.process).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    if (!atShare && counted.length < this.maxProcesses) return this.markAdmitted(entry);
+    const now = Date.now();
+    // Dead ones first, then those whose waitUntil work is over; one whose work may still run goes last.
+    const rank = (other: Entry) => (!other.process!.alive ? 0 : other.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
+    const idle = (atShare ? ofOrganization : counted).filter(([, other]) => other.calls === 0 && other.process).sort(([, a], [, b]) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
     const victim = idle[0];
     if (!victim) return false;
     this.remove(...victim);
     void victim[1].process!.dispose();
     isolatesStopped.inc({ reason: 'make_room' });
-    return this.admitted(entry);
+    return this.markAdmitted(entry);
   }
 
-  private admitted(entry: Entry): true {
+  private markAdmitted(entry: Entry): true {
     entry.admitted = true;
     isolateProcesses.inc();
     return true;
@@ -285,16 +303,17 @@ export class IsolatePool {
     for (const [id, entry] of warm) {
       const spinning = this.spendsInBackground(entry, now);
       if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
-      if (!spinning && (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
+      const dead = entry.calls === 0 && !entry.process!.alive;
+      if (!spinning && !dead && (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
       if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
       this.drop(id, entry);
       await entry.process!.dispose();
     }
   }
 
-  /** Whether whatever the process does now is work left behind: no call is in it, and the last began more than BACKGROUND_MS ago. */
+  /** Whether whatever the process does now is work left behind: no call is in it, and the last ended more than BACKGROUND_MS ago. */
   private leftBehind(entry: Entry, now = Date.now()): boolean {
-    return entry.calls === 0 && entry.lastUsed < now - (this.options.backgroundMs ?? BACKGROUND_MS);
+    return entry.calls === 0 && entry.lastEnded < now - (this.options.backgroundMs ?? BACKGROUND_MS);
   }
 
   /**
@@ -304,13 +323,13 @@ export class IsolatePool {
    * The process is stopped at its first such request.
    */
   private heeding(id: string, entry: Entry): Pick<IsolatePoolOptions, 'outbound' | 'bindings'> {
-    const message = "integration code's work past its call's 10 s and the 30 s of its waitUntil work; the isolate is stopped";
+    const message = `integration code's work ${(this.options.backgroundMs ?? BACKGROUND_MS) / 1000} s after its last call ended, past the ${WAIT_UNTIL_MS / 1000} s of its waitUntil work; the isolate is stopped`;
     const stoppedIfLeftBehind = (): boolean => {
       if (!this.leftBehind(entry)) return false;
       if (this.entries.get(id) === entry) {
         isolatesStopped.inc({ reason: 'work_left_behind' });
         this.drop(id, entry);
-        // Once this request is answered: the process is in the middle of it.
+        // On the next turn: not from inside the handling of the process's own request.
         setImmediate(() => void entry.process?.dispose());
       }
       return true;
@@ -323,7 +342,7 @@ export class IsolatePool {
           name,
           (req, res) => {
             if (!stoppedIfLeftBehind()) return node(req, res);
-            res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'egress_refused', message }));
+            res.writeHead(403, { 'content-type': 'application/json' }).end(refusalBody(message));
           },
         ]),
       ),

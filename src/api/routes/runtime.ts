@@ -52,7 +52,7 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'An installation’s public endpoint (and any path under it): the request goes to the integration’s fetch handler, its answer comes back as it is',
       access: 'anyone',
       rawBodyLimit: PUBLIC_BODY_LIMIT,
-      responses: { 200: { description: 'Whatever the integration answers' }, 403: { description: 'The installation is paused' }, 404: { description: 'No such installation' }, 502: { description: 'The integration failed' }, 504: { description: 'The integration ran past 10 s' } },
+      responses: { 200: { description: 'Whatever the integration answers' }, 403: { description: 'The installation is paused' }, 404: { description: 'No such installation' }, 502: { description: 'The integration failed' }, 503: { description: 'No room in the isolate pool within 5 s (Retry-After)' }, 504: { description: 'The integration ran past 10 s' } },
     },
     async ({ ctx, params, body }) => {
       const installation = await runnable(params.id!);
@@ -77,7 +77,7 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'Render a component of the installation’s integration (ui_render); an action may change its state',
       access: 'member',
       body: componentSchema,
-      responses: { 200: { description: 'The rendered component', schema: elementSchema }, 403: { description: 'The installation is paused' }, 404: { description: 'No such installation or component' } },
+      responses: { 200: { description: 'The rendered component', schema: elementSchema }, 403: { description: 'The installation is paused' }, 404: { description: 'No such installation or component' }, 502: { description: 'The integration failed' }, 503: { description: 'No room in the isolate pool within 5 s (Retry-After)' }, 504: { description: 'The integration ran past 10 s' } },
     },
     async ({ caller, params, body }) => {
       const installation = await runnable(params.id!);
