@@ -240,6 +240,21 @@ describe('the isolate pool (real workerd)', function () {
     }
   });
 
+  it('refuses the calls waiting for room when it closes, and starts nothing after', async function () {
+    const isolates = pool({ loadScript: async () => slow, maxProcesses: 1 });
+    const inFlight = call(isolates, 'a', 'a', '1000').catch((err: Error) => err);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const waiting = call(isolates, 'b').catch((err: Error) => err);
+    const started = performance.now();
+    await isolates.close();
+    const refused = await waiting;
+    assert.ok(refused instanceof IsolateError && refused.status === 503 && refused.message === 'the platform is stopping', String(refused));
+    assert.ok(performance.now() - started < 1000, 'at once, not after the admission wait');
+    await inFlight; // its process was stopped under it
+    await assert.rejects(call(isolates, 'c'), (err: Error) => err instanceof IsolateError && err.status === 503);
+    assert.deepEqual(isolates.warm(), []);
+  });
+
   it("holds an organization to its share of the cap: its burst waits for its own processes, another organization's call does not", async function () {
     // A cap of 4: an organization's share is 1.
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 4 });
