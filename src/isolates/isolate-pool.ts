@@ -52,9 +52,8 @@ export class IsolateError extends Error {
 }
 
 interface Entry {
+  id: string;
   organization: string;
-  /** Counted against the cap and its organization's share: room was found for it. */
-  admitted: boolean;
   starting: Promise<WorkerdProcess>;
   process?: WorkerdProcess;
   /** When its last call began: the least recently used goes first. */
@@ -108,6 +107,9 @@ interface Waiter {
 export class IsolatePool {
   private readonly entries = new Map<string, Entry>();
   private readonly waiting: Waiter[] = [];
+  /** Admitted entries (counted against the cap: at most maxProcesses), and how many of them each organization has. */
+  private readonly admitted = new Set<Entry>();
+  private readonly countedOf = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
@@ -126,13 +128,13 @@ export class IsolatePool {
       } catch (err) {
         if (err instanceof AnswerTooLargeError) throw new IsolateError(`the integration's answer was cut off: ${err.message}`, 502);
         const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.options.memoryLimitBytes ?? 128 * MiB) / MiB} MiB` : 'its isolate stopped';
-        this.forget(key, process);
+        this.forget(entry, process);
         throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
       }
     } finally {
       entry.calls -= 1;
       entry.lastEnded = Date.now();
-      if (entry.calls === 0) this.admitWaiting();
+      if (entry.calls === 0 && this.admitted.has(entry)) this.admitWaiting();
     }
   }
 
@@ -149,7 +151,7 @@ export class IsolatePool {
     this.closed = true;
     clearInterval(this.sweeper);
     const entries = [...this.entries.values()];
-    for (const [id, entry] of this.entries) this.remove(id, entry);
+    for (const entry of this.entries.values()) this.remove(entry);
     for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(stopping());
     await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
   }
@@ -160,16 +162,16 @@ export class IsolatePool {
     const id = `${key.integration}@${key.version}/${key.installation}`;
     let entry = this.entries.get(id);
     if (entry?.process && !entry.process.alive) {
-      this.forget(key, entry.process);
+      this.forget(entry, entry.process);
       entry = undefined;
     }
     if (!entry) {
       // Its start waits for its admission, which marks it: `starting` is set before anything reads it.
-      const created = { organization: key.organization, admitted: false, lastUsed: Date.now(), lastEnded: Date.now(), calls: 0 } as Entry;
+      const created = { id, organization: key.organization, lastUsed: Date.now(), lastEnded: Date.now(), calls: 0 } as Entry;
       let started = 0;
       created.starting = this.admit(created).then(() => {
         started = Date.now();
-        return this.start(key, this.heeding(id, created));
+        return this.start(key, this.heeding(created));
       });
       entry = created;
       this.entries.set(id, created);
@@ -178,7 +180,7 @@ export class IsolatePool {
           created.process = process;
           created.coldStartMs = Date.now() - started;
         },
-        () => this.drop(id, created),
+        () => this.drop(created),
       );
     }
     entry.lastUsed = Date.now();
@@ -205,23 +207,27 @@ export class IsolatePool {
     }
   }
 
-  private forget(key: IsolateKey, process: WorkerdProcess): void {
-    const id = `${key.integration}@${key.version}/${key.installation}`;
-    const entry = this.entries.get(id);
-    if (entry?.process === process) this.drop(id, entry);
+  private forget(entry: Entry, process: WorkerdProcess): void {
+    if (entry.process === process) this.drop(entry);
     void process.dispose();
   }
 
   /** Takes an entry out of the pool (its process, if any, is the caller's to stop): its room goes to those waiting. */
-  private drop(id: string, entry: Entry): void {
-    if (this.entries.get(id) !== entry) return;
-    this.remove(id, entry);
-    this.admitWaiting();
+  private drop(entry: Entry): void {
+    if (this.entries.get(entry.id) !== entry) return;
+    const freesRoom = this.admitted.has(entry);
+    this.remove(entry);
+    // A refused start frees nothing: thousands refused at once must not each rescan the queue.
+    if (freesRoom) this.admitWaiting();
   }
 
-  private remove(id: string, entry: Entry): void {
-    this.entries.delete(id);
-    if (entry.admitted) isolateProcesses.dec();
+  private remove(entry: Entry): void {
+    this.entries.delete(entry.id);
+    if (!this.admitted.delete(entry)) return;
+    const left = this.countedOf.get(entry.organization)! - 1;
+    if (left) this.countedOf.set(entry.organization, left);
+    else this.countedOf.delete(entry.organization);
+    isolateProcesses.dec();
   }
 
   private unqueue(waiter: Waiter): Waiter {
@@ -235,7 +241,7 @@ export class IsolatePool {
 
   /** Room for a new process now, or once a process becomes idle within the wait; refused (503) after it. */
   private admit(entry: Entry): Promise<void> {
-    if (this.tryAdmit(entry)) return Promise.resolve();
+    if (this.tryAdmit(entry, this.idleByRank())) return Promise.resolve();
     const waitMs = this.options.admissionWaitMs ?? ADMISSION_WAIT_MS;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -251,10 +257,18 @@ export class IsolatePool {
     });
   }
 
-  /** Admits those waiting, first come first served, each as soon as there is room for it (another organization's may come first). */
+  /**
+   * Admits those waiting, first come first served, each as soon as there is room for it
+   * (another organization's may come first). One pass reads the entries once, whatever
+   * waits: a burst of many installations must not make each call's end cost its square.
+   */
   private admitWaiting(): void {
+    if (this.waiting.length === 0) return;
+    const idle = this.idleByRank();
     for (const waiter of [...this.waiting]) {
-      if (this.tryAdmit(waiter.entry)) this.unqueue(waiter).proceed();
+      if (this.tryAdmit(waiter.entry, idle)) this.unqueue(waiter).proceed();
+      // At the cap with no idle process left, none of the others can be admitted either.
+      else if (this.admitted.size >= this.maxProcesses && idle.length === 0) break;
     }
   }
 
@@ -263,30 +277,36 @@ export class IsolatePool {
   }
 
   /**
-   * Admits an entry under the cap and its organization's share, stopping an idle process
-   * if that makes room: the organization's own once it holds its share. A process a call
-   * is in or waiting for is never stopped for another's; one whose waitUntil work may
-   * still run only when no other is idle.
+   * The idle processes, the one to stop first first: dead ones, then those whose waitUntil
+   * work is over, then those whose work may still run; the least recently used first in each.
+   * A process a call is in or waiting for is never among them.
    */
-  private tryAdmit(entry: Entry): boolean {
-    const counted = [...this.entries].filter(([, other]) => other.admitted);
-    const ofOrganization = counted.filter(([, other]) => other.organization === entry.organization);
-    const atShare = ofOrganization.length >= this.shareOfOrganization;
-    if (!atShare && counted.length < this.maxProcesses) return this.markAdmitted(entry);
+  private idleByRank(): Entry[] {
     const now = Date.now();
-    // Dead ones first, then those whose waitUntil work is over; one whose work may still run goes last.
-    const rank = (other: Entry) => (!other.process!.alive ? 0 : other.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
-    const idle = (atShare ? ofOrganization : counted).filter(([, other]) => other.calls === 0 && other.process).sort(([, a], [, b]) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
-    const victim = idle[0];
+    const rank = (entry: Entry) => (!entry.process!.alive ? 0 : entry.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
+    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process).sort((a, b) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
+  }
+
+  /**
+   * Admits an entry under the cap and its organization's share, stopping the first of
+   * `idle` (taken out of it) if that makes room: the organization's own once it holds its share.
+   */
+  private tryAdmit(entry: Entry, idle: Entry[]): boolean {
+    const atShare = (this.countedOf.get(entry.organization) ?? 0) >= this.shareOfOrganization;
+    if (!atShare && this.admitted.size < this.maxProcesses) return this.markAdmitted(entry);
+    const at = atShare ? idle.findIndex((other) => other.organization === entry.organization) : 0;
+    const victim = idle[at];
     if (!victim) return false;
-    this.remove(...victim);
-    void victim[1].process!.dispose();
+    idle.splice(at, 1);
+    this.remove(victim);
+    void victim.process!.dispose();
     isolatesStopped.inc({ reason: 'make_room' });
     return this.markAdmitted(entry);
   }
 
   private markAdmitted(entry: Entry): true {
-    entry.admitted = true;
+    this.admitted.add(entry);
+    this.countedOf.set(entry.organization, (this.countedOf.get(entry.organization) ?? 0) + 1);
     isolateProcesses.inc();
     return true;
   }
@@ -299,14 +319,14 @@ export class IsolatePool {
     const now = Date.now();
     const idleSince = now - (this.options.idleMs ?? 5 * 60_000);
     let resident = 0;
-    const warm = [...this.entries].filter(([, entry]) => entry.process).sort(([, a], [, b]) => b.lastUsed - a.lastUsed);
-    for (const [id, entry] of warm) {
+    const warm = [...this.entries.values()].filter((entry) => entry.process).sort((a, b) => b.lastUsed - a.lastUsed);
+    for (const entry of warm) {
       const spinning = this.spendsInBackground(entry, now);
       if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
       const dead = entry.calls === 0 && !entry.process!.alive;
       if (!spinning && !dead && (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
       if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
-      this.drop(id, entry);
+      this.drop(entry);
       await entry.process!.dispose();
     }
   }
@@ -322,13 +342,13 @@ export class IsolatePool {
    * cloudflare:workers' own waitUntil) is not found by its CPU, but is by what it asks for.
    * The process is stopped at its first such request.
    */
-  private heeding(id: string, entry: Entry): Pick<IsolatePoolOptions, 'outbound' | 'bindings'> {
+  private heeding(entry: Entry): Pick<IsolatePoolOptions, 'outbound' | 'bindings'> {
     const message = `integration code's work ${(this.options.backgroundMs ?? BACKGROUND_MS) / 1000} s after its last call ended, past the ${WAIT_UNTIL_MS / 1000} s of its waitUntil work; the isolate is stopped`;
     const stoppedIfLeftBehind = (): boolean => {
       if (!this.leftBehind(entry)) return false;
-      if (this.entries.get(id) === entry) {
+      if (this.entries.get(entry.id) === entry) {
         isolatesStopped.inc({ reason: 'work_left_behind' });
-        this.drop(id, entry);
+        this.drop(entry);
         // On the next turn: not from inside the handling of the process's own request.
         setImmediate(() => void entry.process?.dispose());
       }
