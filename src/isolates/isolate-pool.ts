@@ -277,7 +277,7 @@ export class IsolatePool {
   }
 
   /**
-   * The idle processes, the one to stop first first: dead ones, then those whose waitUntil
+   * The idle processes in the order to stop them: dead ones, then those whose waitUntil
    * work is over, then those whose work may still run; the least recently used first in each.
    * A process a call is in or waiting for is never among them.
    */
