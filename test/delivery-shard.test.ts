@@ -220,6 +220,27 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('makes the same attempt again, later, of a delivery its batch did not attempt (no room for integration code), on its first attempts\u2019 queue', async function () {
+    const batches: { at: number; attempt: number; taskQueue: string }[] = [];
+    let againAt = 0;
+    const worker = await standIn(async (input) => {
+      batches.push({ at: Date.now(), attempt: input.entries[0]!.attempt, taskQueue: Context.current().info.taskQueue });
+      if (batches.length > 1) return delivered(input);
+      againAt = Date.now() + 2000;
+      return input.entries.map((entry) => ({ id: entry.id, status: 'pending', again: true, retryInMs: 2000, retryAt: againAt, clock: 'worker-a' }));
+    });
+    try {
+      const workflowId = `delivery-shard/again-${worker.taskQueue}`;
+      await client.workflow.signalWithStart(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId, args: [{ shard: 0, epochEndsAt: Date.now() + 1000 }], signal: handOverSignal, signalArgs: [[{ id: 'evt_1:ins_a', installationId: 'ins_a' }]] });
+      const handle = client.workflow.getHandle(workflowId);
+      await waitFor(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 15_000, 'the workflow to complete');
+      assert.deepEqual(batches.map(({ attempt, taskQueue }) => [attempt, taskQueue]), [[1, worker.taskQueue], [1, worker.taskQueue]], 'attempt 1 twice, on the first attempts\u2019 queue');
+      assert.ok(batches[1]!.at >= againAt - 1500, 'not before its wait (less the lead)');
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('replaces its wake-up timer when an earlier one is wanted: a retry due before the epoch’s end goes out on time, and the run replays', async function () {
     const batches: { at: number; attempt: number }[] = [];
     let retryAt = 0;

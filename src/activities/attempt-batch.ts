@@ -40,6 +40,8 @@ export interface AttemptBatchResult {
   /** When that retry is due (ms since 1970, on the clock of this worker, `clock`): its attempt is made then, not before. */
   retryAt?: number;
   clock?: string;
+  /** Not attempted (no room in the isolate pool): the same attempt is made after `retryInMs`. */
+  again?: true;
 }
 
 export interface AttemptBatchDependencies {
@@ -64,6 +66,9 @@ function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>,
     else deliveriesFinished.inc({ status: outcome.status, event_type: deliveries.get(outcome.id)?.eventType ?? 'unknown', reason: reasonLabel(outcome.reason) });
   }
 }
+
+/** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
+const NO_ROOM_RETRY_MS = 2000;
 
 /** The isolate pool refused a new process (its cap, the organization's share): no attempt was made. */
 const isNoRoom = (err: unknown): err is IsolateError => err instanceof IsolateError && err.status === 503;
@@ -236,8 +241,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.targets(installationIds) };
         return read.targets;
       };
-      /** Deliveries to integration code that found no room in the isolate pool. */
-      const noRoom: IsolateError[] = [];
+      /** Deliveries to integration code that found no room in the isolate pool: not attempted. */
+      const noRoom: string[] = [];
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
         await deps.log.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
@@ -254,7 +259,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
           const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!).catch((err: unknown) => {
               if (!isNoRoom(err)) throw err;
-              noRoom.push(err);
+              noRoom.push(id);
               return undefined;
             }));
           if (!outcome) return undefined;
@@ -269,17 +274,18 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       });
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
-      // The rest are recorded; the batch runs again (the activity's retries, 1 s then longer)
-      // for those that found no room, whose attempts are made then: a busy pool delays them.
-      if (noRoom.length) throw new Error(`${noRoom.length} of the batch's deliveries found no room in the isolate pool: ${noRoom[0]!.message}`);
-      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length }, 'attempt batch');
-      return written.map((outcome) => ({
-        id: outcome.id,
-        status: outcome.status,
-        ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
-        ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
-        ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id))),
-      }));
+      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, noRoom: noRoom.length }, 'attempt batch');
+      return [
+        ...written.map((outcome) => ({
+          id: outcome.id,
+          status: outcome.status,
+          ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
+          ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
+          ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id))),
+        })),
+        // A busy pool delays them; it spends none of their attempts, nor fails them.
+        ...noRoom.map((id) => ({ id, status: 'pending' as const, again: true as const, ...retryOf(NO_ROOM_RETRY_MS, performance.now()) })),
+      ];
     } finally {
       clearInterval(heartbeat);
     }

@@ -265,10 +265,14 @@ export class IsolatePool {
   private admitWaiting(): void {
     if (this.waiting.length === 0) return;
     const idle = this.idleByRank();
+    /** Organizations at their share with no idle process of their own: none of theirs is admitted in this pass (the idle only shrink). */
+    const full = new Set<string>();
     for (const waiter of [...this.waiting]) {
+      if (full.has(waiter.entry.organization)) continue;
       if (this.tryAdmit(waiter.entry, idle)) this.unqueue(waiter).proceed();
       // At the cap with no idle process left, none of the others can be admitted either.
       else if (this.admitted.size >= this.maxProcesses && idle.length === 0) break;
+      else full.add(waiter.entry.organization);
     }
   }
 
@@ -321,6 +325,8 @@ export class IsolatePool {
     let resident = 0;
     const warm = [...this.entries.values()].filter((entry) => entry.process).sort((a, b) => b.lastUsed - a.lastUsed);
     for (const entry of warm) {
+      // Taken out since (to make room, or stopped for work left behind) while an earlier one was being stopped.
+      if (this.entries.get(entry.id) !== entry) continue;
       const spinning = this.spendsInBackground(entry, now);
       if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
       const dead = entry.calls === 0 && !entry.process!.alive;

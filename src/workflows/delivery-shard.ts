@@ -255,7 +255,8 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
       // Led, a retry is due at the time the attempt's worker chose (retryAt), which the
       // batch waits for: the trip of this result to the workflow does not lengthen the wait.
       const notBefore = led ? result.retryAt : undefined;
-      add({ ...entry, attempt: entry.attempt + 1, dueAt: notBefore ?? Date.now() + result.retryInMs, ...(notBefore !== undefined && { notBefore, clock: result.clock }) });
+      // Not attempted (`again`: no room for integration code) is the same attempt, later.
+      add({ ...entry, attempt: result.again ? entry.attempt : entry.attempt + 1, dueAt: notBefore ?? Date.now() + result.retryInMs, ...(notBefore !== undefined && { notBefore, clock: result.clock }) });
     }
   }
 
