@@ -14,7 +14,7 @@ import { attemptDuration, deliveriesAbsent, deliveriesFinished, logWriteLag, rea
 import { publicEndpoint } from '../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
-import { IsolateError } from '../isolates/isolate-pool';
+import { IsolateError, isNoRoom } from '../isolates/isolate-pool';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { contextOf, injectTraceHeaders, inSpan, linksTo, tracer } from '../tracing';
 
@@ -69,9 +69,6 @@ function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>,
 
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
 const NO_ROOM_RETRY_MS = 2000;
-
-/** The isolate pool refused a new process (its cap, the organization's share): no attempt was made. */
-const isNoRoom = (err: unknown): err is IsolateError => err instanceof IsolateError && err.status === 503;
 
 /** The outcome of one attempt: final, or retried after the wait it chose (recorded with it). */
 function judge(id: string, record: AttemptRecord, retryAfterMs?: number): DeliveryOutcome {

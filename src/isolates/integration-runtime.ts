@@ -4,7 +4,7 @@ import { buildEnvironment } from '../integrations/environment';
 import type { InstallationTokens } from '../integrations/installation-tokens';
 import type { IntegrationVersions } from '../integrations/versions';
 import type { IntegrationEvent } from '../runtime/types';
-import { IsolateError, type IsolatePool } from './isolate-pool';
+import { isNoRoom, type IsolatePool } from './isolate-pool';
 import type { IsolateAnswer } from './workerd-process';
 import { isolateCalls, statusClass } from '../metrics';
 
@@ -45,8 +45,7 @@ export class IntegrationRuntime {
       timer({ outcome: statusClass(answer.status) });
       return answer;
     } catch (err) {
-      // Refused: no room in the pool for a new process (IsolatePool's admission).
-      timer({ outcome: err instanceof IsolateError && err.status === 503 ? 'refused' : 'killed' });
+      timer({ outcome: isNoRoom(err) ? 'refused' : 'killed' });
       throw err;
     }
   }

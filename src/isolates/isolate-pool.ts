@@ -90,6 +90,9 @@ const ADMISSION_WAIT_MS = 5000;
 
 const stopping = () => new IsolateError('the platform is stopping', 503);
 
+/** The pool gave the call no process (no room within the wait, or the pool stopping): nothing ran. */
+export const isNoRoom = (err: unknown): err is IsolateError => err instanceof IsolateError && err.status === 503;
+
 /** A new process waiting for room in the pool, with the calls waiting for it. */
 interface Waiter {
   entry: Entry;
