@@ -111,6 +111,8 @@ describe('the isolate pool (real workerd)', function () {
   const script = "export default { async fetch() { return new Response('ok'); } };";
   const pool = (options: Partial<ConstructorParameters<typeof IsolatePool>[0]> = {}) =>
     new IsolatePool({ loadScript: async () => script, outbound: async () => { throw new Error('no network'); }, bindings: {}, ...options });
+  /** Processes the pool stopped for `reason` so far (platform_isolates_stopped_total). */
+  const stoppedFor = async (reason: string) => (await registry.getSingleMetric('platform_isolates_stopped_total')?.get())?.values.find((value) => value.labels.reason === reason)?.value ?? 0;
   /** Each installation of its own organization unless one is named. */
   const call = (p: IsolatePool, installation: string, organization = installation, body = '') => p.call({ integration: 'x', version: 1, installation, organization }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(body) }, 5000);
 
@@ -134,7 +136,7 @@ describe('the isolate pool (real workerd)', function () {
   it('stops an isolate that spends CPU long after its last call (a loop left behind, which no timer inside can stop), not an idle one', async function () {
     const spinner = "export default { async fetch(request, env, ctx) { if ((await request.text()) === 'spin') ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, 50)).then(() => { for (;;) {} })); return new Response('ok'); } };";
     const isolates = pool({ loadScript: async () => spinner, backgroundMs: 300 });
-    const stopped = async () => ((await registry.getSingleMetric('platform_isolates_stopped_total')?.get())?.values.find((value) => value.labels.reason === 'background_cpu')?.value ?? 0);
+    const stopped = () => stoppedFor('background_cpu');
     const before = await stopped();
     try {
       for (const [installation, body] of [['spins', 'spin'], ['idles', '']]) assert.equal((await call(isolates, installation!, installation, body)).status, 200);
@@ -169,7 +171,7 @@ describe('the isolate pool (real workerd)', function () {
         },
       },
     });
-    const stopped = async () => ((await registry.getSingleMetric('platform_isolates_stopped_total')?.get())?.values.find((value) => value.labels.reason === 'work_left_behind')?.value ?? 0);
+    const stopped = () => stoppedFor('work_left_behind');
     const before = await stopped();
     try {
       assert.equal((await call(isolates, 'a', 'a', '100')).status, 200);

@@ -154,7 +154,7 @@ export class IsolatePool {
     this.closed = true;
     clearInterval(this.sweeper);
     const entries = [...this.entries.values()];
-    for (const entry of this.entries.values()) this.remove(entry);
+    for (const entry of entries) this.remove(entry);
     for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(stopping());
     await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
   }
