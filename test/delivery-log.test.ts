@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
+import { Kysely, sql, SqliteDialect, type CompiledQuery } from 'kysely';
 import pino from 'pino';
 import SqliteDatabase from 'better-sqlite3';
 import { isDatabaseUnavailable } from '../src/delivery-log/database';
+import { DeliveryLog } from '../src/delivery-log/delivery-log';
+import { Encryption } from '../src/encryption';
 import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
 import { quarantineCrossTenantDeliveries } from '../src/delivery-log/migrations';
 import type { NewDelivery, NewEvent, PageCursor } from '../src/delivery-log/types';
@@ -330,3 +332,61 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     });
   });
 }
+
+describe('the delivery log on sqlite, as its planner sees it', function () {
+  /** The log's statements as SQLite runs them, captured from a second connection to the file. */
+  async function capturing(url: string) {
+    const file = url.replace(/^sqlite:/, '');
+    const queries: CompiledQuery[] = [];
+    const sqlite = new SqliteDatabase(file);
+    const db = new Kysely<any>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void queries.push(event.query) });
+    const log = new DeliveryLog({ db, dialect: 'sqlite', close: () => db.destroy() }, new Encryption(process.env.TEST_ENCRYPTION_KEY!));
+    const plan = (query: CompiledQuery) => sqlite.prepare(`EXPLAIN QUERY PLAN ${query.sql}`).all(...(query.parameters as unknown[])).map((row) => (row as { detail: string }).detail).join(' | ');
+    return { log, queries, plan, close: () => db.destroy() };
+  }
+
+  it('reads and writes an attempt batch by its ids, not by the pending index: its cost does not grow with the backlog', async function () {
+    const url = await testDatabaseUrl('sqlite', 'planner');
+    const stores = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+    const own = await capturing(url);
+    try {
+      // A backlog: 600 pending deliveries, none attempted.
+      await stores.log.recordEvents(Array.from({ length: 300 }, (_, i) => event(`evt_backlog_${i}`, ['ins_1', 'ins_2'])));
+      const batch = Array.from({ length: 100 }, (_, i) => ({ id: `evt_backlog_${i}:ins_1`, attempt: 1 }));
+      own.queries.length = 0;
+      assert.equal((await own.log.toAttempt(batch)).size, 100);
+      const attempt = { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook', statusCode: 200 };
+      await own.log.recordOutcomes(batch.slice(0, 25).map(({ id }) => ({ id, status: 'delivered' as const, attempt })), run);
+      await own.log.recordOutcomes(batch.slice(25, 50).map(({ id }) => ({ id, status: 'pending' as const, attempt: { ...attempt, statusCode: 503, nextDelayMs: 1000 } })), run);
+      assert.equal((await own.log.pendingOf(['evt_backlog_0', 'evt_backlog_1', 'evt_backlog_2'])).length, 3, 'their ins_1 deliveries were delivered');
+      const statements = own.queries.filter((query) => /^(select|update)/i.test(query.sql) && /"deliveries"/.test(query.sql));
+      assert.equal(statements.length, 4, statements.map((query) => query.sql).join('\n'));
+      for (const query of statements) {
+        const plan = own.plan(query);
+        // By key: the primary key for ids, the event index for eventIds; never a range of pending deliveries.
+        assert.match(plan, /USING INDEX (sqlite_autoindex_deliveries_1|deliveries_event) \((id|event_id)=\?\)/, `${query.sql}\n${plan}`);
+        assert.doesNotMatch(plan, /deliveries_pending_age|SCAN/, `${query.sql}\n${plan}`);
+      }
+    } finally {
+      await own.close();
+      await stores.close();
+    }
+  });
+
+  it("keeps statistics of the operator's own ANALYZE over the typical shape it starts with", async function () {
+    const url = await testDatabaseUrl('sqlite', 'analyzed');
+    const stats = async () => {
+      const stores = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+      const rows = await sql<{ stat: string }>`SELECT stat FROM sqlite_stat1 WHERE idx = 'sqlite_autoindex_deliveries_1'`.execute(stores.log.db);
+      return { stores, stat: rows.rows.map((row) => row.stat) };
+    };
+    const first = await stats();
+    assert.deepEqual(first.stat, ['1000000 1'], 'seeded at the first start');
+    await first.stores.log.recordEvents([event('evt_analyzed', ['ins_1', 'ins_2', 'ins_3'])]);
+    await sql`ANALYZE`.execute(first.stores.log.db);
+    await first.stores.close();
+    const again = await stats();
+    await again.stores.close();
+    assert.deepEqual(again.stat, ['3 1'], 'the real figures stay');
+  });
+});

@@ -7,6 +7,7 @@ import type { Schema } from './schema';
 import type { Logger } from '../logger';
 import { isPostgresUrl } from '../config';
 import { makeDirectory } from '../make-directory';
+import { seedPlannerStatistics } from './planner-statistics';
 
 export type LogDialect = 'sqlite' | 'postgres';
 
@@ -84,6 +85,8 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfi
  */
 export async function openLogDatabase(url: string, logger?: Logger): Promise<LogDatabase> {
   let database: LogDatabase;
+  /** SQLite's: once its tables exist (PostgreSQL keeps statistics of its own). */
+  let seedStatistics: (() => void) | undefined;
   if (isPostgresUrl(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // The server ending a connection (a restart, a failover, a proxy's idle timeout) is an
@@ -111,9 +114,11 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     sqlite.pragma('busy_timeout = 10000');
     const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     database = { db, dialect: 'sqlite', close: () => db.destroy() };
+    seedStatistics = () => seedPlannerStatistics(sqlite);
   }
   try {
     await migrate(database.db);
+    seedStatistics?.();
   } catch (err) {
     await database.close();
     // Said at start-up: which setting to look at.
