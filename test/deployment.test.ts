@@ -63,12 +63,14 @@ describe('deployment files', function () {
     for (const service of ['api', 'worker']) assert.equal(envOf(service).NODE_OPTIONS, undefined, service);
   });
 
-  it('the Temporal server gets the dynamic config the dev server runs with (eager activity execution)', function () {
+  it('the Temporal server gets the dynamic config the dev server runs with (eager activity execution, a larger event buffer)', function () {
     const [mount] = services.temporal.volumes as string[];
     const [source, target] = mount!.split(':');
     assert.equal(source, './deploy/temporal/dynamicconfig.yaml');
     assert.equal(target, `/etc/temporal/${envOf('temporal').DYNAMIC_CONFIG_FILE_PATH}`);
-    assert.deepEqual(parse(read('deploy/temporal/dynamicconfig.yaml'))['system.enableActivityEagerExecution'], [{ value: true }]);
+    const settings = parse(read('deploy/temporal/dynamicconfig.yaml'));
+    assert.deepEqual(settings['system.enableActivityEagerExecution'], [{ value: true }]);
+    assert.deepEqual(settings['history.maximumBufferedEventsBatch'], [{ value: 1000 }]);
   });
 
   it('each entry point gets every variable it requires, and nothing it does not read', function () {
