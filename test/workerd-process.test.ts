@@ -227,6 +227,33 @@ describe('the isolate pool (real workerd)', function () {
     assert.deepEqual(await gauges(), before, 'none once the pool is closed');
   });
 
+  it("gives a stopped process's room to another only once it has exited: stopped to make room, or killed at its deadline", async function () {
+    /** For each start: the processes started before it that were still alive as it began. */
+    const aliveAtStart: number[][] = [];
+    const started: number[] = [];
+    const isolates = pool({
+      loadScript: async () => (aliveAtStart.push(started.filter(isAlive)), slow),
+      onStarted: (process) => void started.push(process.pid),
+      maxProcesses: 1,
+    });
+    const key = (installation: string) => ({ integration: 'x', version: 1, installation, organization: installation });
+    const request = (ms: number) => ({ method: 'POST', headers: {}, body: Buffer.from(String(ms)) });
+    try {
+      assert.equal((await isolates.call(key('a'), '/v1', request(0), 5000)).status, 200);
+      // a, idle, is stopped to make room for b.
+      assert.equal((await isolates.call(key('b'), '/v1', request(0), 5000)).status, 200);
+      // b is killed at its deadline while c waits for room.
+      const killed = isolates.call(key('b'), '/v1', request(3000), 300);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const waiting = isolates.call(key('c'), '/v1', request(0), 5000);
+      await assert.rejects(killed, (err: Error) => err instanceof IsolateError && err.status === 504);
+      assert.equal((await waiting).status, 200);
+      assert.deepEqual(aliveAtStart, [[], [], []], 'no process was still running as the next one began');
+    } finally {
+      await isolates.close();
+    }
+  });
+
   it('refuses a call (503) when no process becomes idle within the admission wait', async function () {
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, admissionWaitMs: 300 });
     try {

@@ -96,7 +96,8 @@ export const isNoRoom = (err: unknown): err is IsolateError => err instanceof Is
 /** A new process waiting for room in the pool, with the calls waiting for it. */
 interface Waiter {
   entry: Entry;
-  proceed(): void;
+  /** Admitted: it starts once `room` resolves (the process stopped for it has exited). */
+  proceed(room: Promise<void>): void;
   refuse(err: IsolateError): void;
 }
 
@@ -113,6 +114,12 @@ export class IsolatePool {
   /** Admitted entries (counted against the cap: at most maxProcesses), and how many of them each organization has. */
   private readonly admitted = new Set<Entry>();
   private readonly countedOf = new Map<string, number>();
+  /**
+   * Processes stopped (idle, dead, left behind) and not yet exited: the cap bounds what
+   * runs, so their room is given to no one until they are gone. One stopped to make room
+   * for a given start hands its room to that start instead, which waits for its exit.
+   */
+  private stopping = 0;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
@@ -131,7 +138,7 @@ export class IsolatePool {
       } catch (err) {
         if (err instanceof AnswerTooLargeError) throw new IsolateError(`the integration's answer was cut off: ${err.message}`, 502);
         const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.options.memoryLimitBytes ?? 128 * MiB) / MiB} MiB` : 'its isolate stopped';
-        this.forget(entry, process);
+        void this.stop(entry, process);
         throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
       }
     } finally {
@@ -165,7 +172,7 @@ export class IsolatePool {
     const id = `${key.integration}@${key.version}/${key.installation}`;
     let entry = this.entries.get(id);
     if (entry?.process && !entry.process.alive) {
-      this.forget(entry, entry.process);
+      void this.stop(entry, entry.process);
       entry = undefined;
     }
     if (!entry) {
@@ -210,9 +217,25 @@ export class IsolatePool {
     }
   }
 
-  private forget(entry: Entry, process: WorkerdProcess): void {
-    if (entry.process === process) this.drop(entry);
-    void process.dispose();
+  /**
+   * Takes an entry out of the pool and stops its process (once `after` resolves: on the
+   * next turn if the process asked for it from inside); its room goes to those waiting once
+   * the process has exited.
+   */
+  private async stop(entry: Entry, process: WorkerdProcess, after: Promise<void> = Promise.resolve()): Promise<void> {
+    const current = this.entries.get(entry.id) === entry && entry.process === process;
+    const counted = current && this.admitted.has(entry);
+    if (counted) this.stopping += 1;
+    if (current) this.remove(entry);
+    try {
+      await after;
+      await process.dispose();
+    } finally {
+      if (counted) {
+        this.stopping -= 1;
+        this.admitWaiting();
+      }
+    }
   }
 
   /** Takes an entry out of the pool (its process, if any, is the caller's to stop): its room goes to those waiting. */
@@ -222,6 +245,11 @@ export class IsolatePool {
     this.remove(entry);
     // A refused start frees nothing: thousands refused at once must not each rescan the queue.
     if (freesRoom) this.admitWaiting();
+  }
+
+  /** Processes that run or may: admitted (started, starting or waiting for the one stopped for it) and stopping. */
+  private get held(): number {
+    return this.admitted.size + this.stopping;
   }
 
   private remove(entry: Entry): void {
@@ -244,7 +272,8 @@ export class IsolatePool {
 
   /** Room for a new process now, or once a process becomes idle within the wait; refused (503) after it. */
   private admit(entry: Entry): Promise<void> {
-    if (this.tryAdmit(entry, this.idleByRank())) return Promise.resolve();
+    const room = this.tryAdmit(entry, this.idleByRank());
+    if (room) return room;
     const waitMs = this.options.admissionWaitMs ?? ADMISSION_WAIT_MS;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -272,9 +301,10 @@ export class IsolatePool {
     const full = new Set<string>();
     for (const waiter of [...this.waiting]) {
       if (full.has(waiter.entry.organization)) continue;
-      if (this.tryAdmit(waiter.entry, idle)) this.unqueue(waiter).proceed();
+      const room = this.tryAdmit(waiter.entry, idle);
+      if (room) this.unqueue(waiter).proceed(room);
       // At the cap with no idle process left, none of the others can be admitted either.
-      else if (this.admitted.size >= this.maxProcesses && idle.length === 0) break;
+      else if (this.held >= this.maxProcesses && idle.length === 0) break;
       else full.add(waiter.entry.organization);
     }
   }
@@ -296,26 +326,29 @@ export class IsolatePool {
 
   /**
    * Admits an entry under the cap and its organization's share, stopping the first of
-   * `idle` (taken out of it) if that makes room: the organization's own once it holds its share.
+   * `idle` (taken out of it) if that makes room: the organization's own once it holds its
+   * share. Answers when the entry may start (once the process stopped for it has exited),
+   * or nothing if there is no room.
    */
-  private tryAdmit(entry: Entry, idle: Entry[]): boolean {
+  private tryAdmit(entry: Entry, idle: Entry[]): Promise<void> | undefined {
     const atShare = (this.countedOf.get(entry.organization) ?? 0) >= this.shareOfOrganization;
-    if (!atShare && this.admitted.size < this.maxProcesses) return this.markAdmitted(entry);
+    if (!atShare && this.held < this.maxProcesses) return this.markAdmitted(entry);
     const at = atShare ? idle.findIndex((other) => other.organization === entry.organization) : 0;
     const victim = idle[at];
-    if (!victim) return false;
+    if (!victim) return undefined;
     idle.splice(at, 1);
+    // Its room is the entry's at once (counted), its process gone before the entry's starts.
     this.remove(victim);
-    void victim.process!.dispose();
     isolatesStopped.inc({ reason: 'make_room' });
-    return this.markAdmitted(entry);
+    const gone = victim.process!.dispose();
+    return this.markAdmitted(entry).then(() => gone);
   }
 
-  private markAdmitted(entry: Entry): true {
+  private markAdmitted(entry: Entry): Promise<void> {
     this.admitted.add(entry);
     this.countedOf.set(entry.organization, (this.countedOf.get(entry.organization) ?? 0) + 1);
     isolateProcesses.inc();
-    return true;
+    return Promise.resolve();
   }
 
   /**
@@ -335,8 +368,7 @@ export class IsolatePool {
       const dead = entry.calls === 0 && !entry.process!.alive;
       if (!spinning && !dead && (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
       if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
-      this.drop(entry);
-      await entry.process!.dispose();
+      await this.stop(entry, entry.process!);
     }
   }
 
@@ -355,11 +387,10 @@ export class IsolatePool {
     const message = `integration code's work ${(this.options.backgroundMs ?? BACKGROUND_MS) / 1000} s after its last call ended, past the ${WAIT_UNTIL_MS / 1000} s of its waitUntil work; the isolate is stopped`;
     const stoppedIfLeftBehind = (): boolean => {
       if (!this.leftBehind(entry)) return false;
-      if (this.entries.get(entry.id) === entry) {
+      if (this.entries.get(entry.id) === entry && entry.process) {
         isolatesStopped.inc({ reason: 'work_left_behind' });
-        this.drop(entry);
         // On the next turn: not from inside the handling of the process's own request.
-        setImmediate(() => void entry.process?.dispose());
+        void this.stop(entry, entry.process, new Promise((resolve) => setImmediate(resolve)));
       }
       return true;
     };
