@@ -227,7 +227,7 @@ describe('the isolate pool (real workerd)', function () {
     assert.deepEqual(await gauges(), before, 'none once the pool is closed');
   });
 
-  it("gives a stopped process's room to another only once it has exited: stopped to make room, or killed at its deadline", async function () {
+  it('starts a process in the room of one it stopped only once that one has exited, and serves a call waiting for room once a killed one is gone', async function () {
     /** For each start: the processes started before it that were still alive as it began. */
     const aliveAtStart: number[][] = [];
     const started: number[] = [];
@@ -249,6 +249,24 @@ describe('the isolate pool (real workerd)', function () {
       await assert.rejects(killed, (err: Error) => err instanceof IsolateError && err.status === 504);
       assert.equal((await waiting).status, 200);
       assert.deepEqual(aliveAtStart, [[], [], []], 'no process was still running as the next one began');
+    } finally {
+      await isolates.close();
+    }
+  });
+
+  it('waits for a process that is exiting rather than stop another warm one for its room', async function () {
+    const isolates = pool({ maxProcesses: 2, idleMs: 250 });
+    try {
+      assert.equal((await call(isolates, 'a')).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      assert.equal((await call(isolates, 'b')).status, 200);
+      const madeRoom = await stoppedFor('make_room');
+      // a, idle past its time, is stopped; c asks for room while it exits.
+      const evicted = isolates.evict();
+      assert.equal((await call(isolates, 'c')).status, 200);
+      await evicted;
+      assert.deepEqual(isolates.warm().map((w) => w.key).sort(), ['x@1/b', 'x@1/c'], 'b stays warm');
+      assert.equal(await stoppedFor('make_room'), madeRoom, 'no process was stopped to make room');
     } finally {
       await isolates.close();
     }

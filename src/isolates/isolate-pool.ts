@@ -65,6 +65,8 @@ interface Entry {
   calls: number;
   /** Its CPU time when last looked at, once past BACKGROUND_MS: what it spends after that is work left behind. */
   cpu?: { seconds: number; at: number };
+  /** Stopped, out of the pool for calls, still counted (its room, its organization's share) until its process has exited. */
+  exiting?: true;
 }
 
 /**
@@ -88,7 +90,7 @@ const ORGANIZATION_SHARE = 1 / 4;
 /** How long a call waits for a process to become free before it is refused (503, retried by callers and deliveries). */
 const ADMISSION_WAIT_MS = 5000;
 
-const stopping = () => new IsolateError('the platform is stopping', 503);
+const platformStopping = () => new IsolateError('the platform is stopping', 503);
 
 /** The pool gave the call no process (no room within the wait, or the pool stopping): nothing ran. */
 export const isNoRoom = (err: unknown): err is IsolateError => err instanceof IsolateError && err.status === 503;
@@ -115,11 +117,13 @@ export class IsolatePool {
   private readonly admitted = new Set<Entry>();
   private readonly countedOf = new Map<string, number>();
   /**
-   * Processes stopped (idle, dead, left behind) and not yet exited: the cap bounds what
+   * Admitted processes stopped and not yet exited (`Entry.exiting`): the cap bounds what
    * runs, so their room is given to no one until they are gone. One stopped to make room
    * for a given start hands its room to that start instead, which waits for its exit.
    */
-  private stopping = 0;
+  private exiting = 0;
+  /** Processes being stopped: the pool closes once they have exited. */
+  private readonly exits = new Set<Promise<void>>();
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
@@ -162,13 +166,13 @@ export class IsolatePool {
     clearInterval(this.sweeper);
     const entries = [...this.entries.values()];
     for (const entry of entries) this.remove(entry);
-    for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(stopping());
-    await Promise.all(entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)));
+    for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(platformStopping());
+    await Promise.all([...entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)), ...this.exits]);
   }
 
   private entryOf(key: IsolateKey): Entry {
     // A process started now would outlive the pool.
-    if (this.closed) throw stopping();
+    if (this.closed) throw platformStopping();
     const id = `${key.integration}@${key.version}/${key.installation}`;
     let entry = this.entries.get(id);
     if (entry?.process && !entry.process.alive) {
@@ -180,6 +184,8 @@ export class IsolatePool {
       const created = { id, organization: key.organization, lastUsed: Date.now(), lastEnded: Date.now(), calls: 0 } as Entry;
       let started = 0;
       created.starting = this.admit(created).then(() => {
+        // Closed while it waited for the process stopped for it to exit.
+        if (this.closed) throw platformStopping();
         started = Date.now();
         return this.start(key, this.heeding(created));
       });
@@ -219,26 +225,39 @@ export class IsolatePool {
 
   /**
    * Takes an entry out of the pool and stops its process (once `after` resolves: on the
-   * next turn if the process asked for it from inside); its room goes to those waiting once
-   * the process has exited.
+   * next turn if the process asked for it from inside). Its room, and its organization's
+   * share, go to those waiting once the process has exited.
    */
-  private async stop(entry: Entry, process: WorkerdProcess, after: Promise<void> = Promise.resolve()): Promise<void> {
+  private stop(entry: Entry, process: WorkerdProcess, after: Promise<void> = Promise.resolve()): Promise<void> {
     const current = this.entries.get(entry.id) === entry && entry.process === process;
+    if (current) this.entries.delete(entry.id);
     const counted = current && this.admitted.has(entry);
-    if (counted) this.stopping += 1;
-    if (current) this.remove(entry);
-    try {
-      await after;
-      await process.dispose();
-    } finally {
-      if (counted) {
-        this.stopping -= 1;
-        this.admitWaiting();
-      }
+    if (counted) {
+      entry.exiting = true;
+      this.exiting += 1;
     }
+    return this.exited(
+      after.then(() => process.dispose()),
+      () => {
+        if (!counted) return;
+        this.exiting -= 1;
+        this.release(entry);
+        this.admitWaiting();
+      },
+    );
   }
 
-  /** Takes an entry out of the pool (its process, if any, is the caller's to stop): its room goes to those waiting. */
+  /** Kept until `exit` resolves (close waits for it), then `then`. */
+  private exited(exit: Promise<void>, then: () => void = () => undefined): Promise<void> {
+    const tracked = exit.finally(() => {
+      this.exits.delete(tracked);
+      then();
+    });
+    this.exits.add(tracked);
+    return tracked;
+  }
+
+  /** Takes out an entry whose start failed: its room goes to those waiting. */
   private drop(entry: Entry): void {
     if (this.entries.get(entry.id) !== entry) return;
     const freesRoom = this.admitted.has(entry);
@@ -247,13 +266,13 @@ export class IsolatePool {
     if (freesRoom) this.admitWaiting();
   }
 
-  /** Processes that run or may: admitted (started, starting or waiting for the one stopped for it) and stopping. */
-  private get held(): number {
-    return this.admitted.size + this.stopping;
-  }
-
   private remove(entry: Entry): void {
     this.entries.delete(entry.id);
+    this.release(entry);
+  }
+
+  /** Its room and its organization's share are free. */
+  private release(entry: Entry): void {
     if (!this.admitted.delete(entry)) return;
     const left = this.countedOf.get(entry.organization)! - 1;
     if (left) this.countedOf.set(entry.organization, left);
@@ -304,7 +323,7 @@ export class IsolatePool {
       const room = this.tryAdmit(waiter.entry, idle);
       if (room) this.unqueue(waiter).proceed(room);
       // At the cap with no idle process left, none of the others can be admitted either.
-      else if (this.held >= this.maxProcesses && idle.length === 0) break;
+      else if (this.admitted.size >= this.maxProcesses && idle.length === 0) break;
       else full.add(waiter.entry.organization);
     }
   }
@@ -321,7 +340,7 @@ export class IsolatePool {
   private idleByRank(): Entry[] {
     const now = Date.now();
     const rank = (entry: Entry) => (!entry.process!.alive ? 0 : entry.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
-    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process).sort((a, b) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
+    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process && !entry.exiting).sort((a, b) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
   }
 
   /**
@@ -332,7 +351,12 @@ export class IsolatePool {
    */
   private tryAdmit(entry: Entry, idle: Entry[]): Promise<void> | undefined {
     const atShare = (this.countedOf.get(entry.organization) ?? 0) >= this.shareOfOrganization;
-    if (!atShare && this.held < this.maxProcesses) return this.markAdmitted(entry);
+    if (!atShare && this.admitted.size < this.maxProcesses) {
+      this.markAdmitted(entry);
+      return Promise.resolve();
+    }
+    // A process exiting frees its room in a moment: the start waits for it rather than stop another.
+    if (!atShare && this.exiting > 0) return undefined;
     const at = atShare ? idle.findIndex((other) => other.organization === entry.organization) : 0;
     const victim = idle[at];
     if (!victim) return undefined;
@@ -340,15 +364,14 @@ export class IsolatePool {
     // Its room is the entry's at once (counted), its process gone before the entry's starts.
     this.remove(victim);
     isolatesStopped.inc({ reason: 'make_room' });
-    const gone = victim.process!.dispose();
-    return this.markAdmitted(entry).then(() => gone);
+    this.markAdmitted(entry);
+    return this.exited(victim.process!.dispose());
   }
 
-  private markAdmitted(entry: Entry): Promise<void> {
+  private markAdmitted(entry: Entry): void {
     this.admitted.add(entry);
     this.countedOf.set(entry.organization, (this.countedOf.get(entry.organization) ?? 0) + 1);
     isolateProcesses.inc();
-    return Promise.resolve();
   }
 
   /**
