@@ -32,13 +32,16 @@ const TYPICAL_LOG: Record<string, Record<string, string>> = {
 export function seedPlannerStatistics(sqlite: SqliteDatabase.Database): void {
   // Creates sqlite_stat1 (analyzing only the schema table: nothing to read).
   sqlite.exec('ANALYZE sqlite_schema');
-  const analyzed = new Set(sqlite.prepare<[], { tbl: string }>('SELECT DISTINCT tbl FROM sqlite_stat1').all().map((row) => row.tbl));
+  const analyzed = sqlite.prepare<[], { tbl: string }>('SELECT DISTINCT tbl FROM sqlite_stat1');
   const insert = sqlite.prepare('INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)');
-  const missing = Object.entries(TYPICAL_LOG).filter(([table]) => !analyzed.has(table));
-  if (missing.length === 0) return;
+  // Read and written under the write lock: an API and a worker starting on a new file together seed it once.
   sqlite.transaction(() => {
-    for (const [table, indexes] of missing) for (const [index, stat] of Object.entries(indexes)) insert.run(table, index, stat);
-  })();
-  // The planner reads sqlite_stat1 when it loads the schema: this makes it read it again.
+    const tables = new Set(analyzed.all().map((row) => row.tbl));
+    for (const [table, indexes] of Object.entries(TYPICAL_LOG)) {
+      if (!tables.has(table)) for (const [index, stat] of Object.entries(indexes)) insert.run(table, index, stat);
+    }
+  }).immediate();
+  // The planner reads sqlite_stat1 when it loads the schema, which may have been before
+  // this process's seed or another's: this makes it read it again.
   sqlite.exec('ANALYZE sqlite_schema');
 }
