@@ -65,8 +65,6 @@ interface Entry {
   calls: number;
   /** Its CPU time when last looked at, once past BACKGROUND_MS: what it spends after that is work left behind. */
   cpu?: { seconds: number; at: number };
-  /** Stopped, out of the pool for calls, still counted (its room, its organization's share) until its process has exited. */
-  exiting?: true;
 }
 
 /**
@@ -117,11 +115,12 @@ export class IsolatePool {
   private readonly admitted = new Set<Entry>();
   private readonly countedOf = new Map<string, number>();
   /**
-   * Admitted processes stopped and not yet exited (`Entry.exiting`): the cap bounds what
-   * runs, so their room is given to no one until they are gone. One stopped to make room
-   * for a given start hands its room to that start instead, which waits for its exit.
+   * Admitted entries whose process is stopped and has not exited: out of the pool for
+   * calls, still counted (the cap bounds what runs, and their organization's share) until
+   * they are gone. One stopped to make room for a given start is not among them: it hands
+   * its room to that start instead, which waits for its exit.
    */
-  private exiting = 0;
+  private readonly exiting = new Set<Entry>();
   /** Processes being stopped: the pool closes once they have exited. */
   private readonly exits = new Set<Promise<void>>();
   private readonly sweeper: NodeJS.Timeout;
@@ -232,15 +231,12 @@ export class IsolatePool {
     const current = this.entries.get(entry.id) === entry && entry.process === process;
     if (current) this.entries.delete(entry.id);
     const counted = current && this.admitted.has(entry);
-    if (counted) {
-      entry.exiting = true;
-      this.exiting += 1;
-    }
+    if (counted) this.exiting.add(entry);
     return this.exited(
       after.then(() => process.dispose()),
       () => {
         if (!counted) return;
-        this.exiting -= 1;
+        this.exiting.delete(entry);
         this.release(entry);
         this.admitWaiting();
       },
@@ -340,7 +336,7 @@ export class IsolatePool {
   private idleByRank(): Entry[] {
     const now = Date.now();
     const rank = (entry: Entry) => (!entry.process!.alive ? 0 : entry.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
-    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process && !entry.exiting).sort((a, b) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
+    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process && !this.exiting.has(entry)).sort((a, b) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
   }
 
   /**
@@ -356,7 +352,7 @@ export class IsolatePool {
       return Promise.resolve();
     }
     // A process exiting frees its room in a moment: the start waits for it rather than stop another.
-    if (!atShare && this.exiting > 0) return undefined;
+    if (!atShare && this.exiting.size > 0) return undefined;
     const at = atShare ? idle.findIndex((other) => other.organization === entry.organization) : 0;
     const victim = idle[at];
     if (!victim) return undefined;
