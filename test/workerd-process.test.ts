@@ -203,6 +203,20 @@ describe('the isolate pool (real workerd)', function () {
   // Answers after as many ms as its body says.
   const slow = 'export default { async fetch(request) { const ms = Number(await request.text()); await new Promise((resolve) => setTimeout(resolve, ms)); return new Response("ok"); } };';
 
+  it('counts a process idle from the end of its last call, not its start: a call longer than the idle time is not stopped as it ends', async function () {
+    const isolates = pool({ loadScript: async () => slow, idleMs: 300 });
+    try {
+      assert.equal((await call(isolates, 'a', 'a', '600')).status, 200);
+      await isolates.evict();
+      assert.deepEqual(isolates.warm().map((w) => w.key), ['x@1/a'], 'just used, although its call began 600 ms ago');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await isolates.evict();
+      assert.deepEqual(isolates.warm(), [], 'idle past 300 ms since its call ended');
+    } finally {
+      await isolates.close();
+    }
+  });
+
   it("never runs more processes than the cap: a new one waits for one to become idle, and no call is cut short to make room", async function () {
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, memoryBudgetBytes: 1 });
     const gauges = async () => Promise.all(['platform_isolate_processes', 'platform_isolate_starts_waiting'].map(async (name) => (await registry.getSingleMetric(name)!.get()).values[0]!.value));

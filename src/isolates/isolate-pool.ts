@@ -26,7 +26,7 @@ export interface IsolatePoolOptions {
   /** Called with each new process, so that guards learn its ports. */
   onStarted?(process: WorkerdProcess): void;
   memoryLimitBytes?: number;
-  /** A process unused this long is stopped. */
+  /** A process unused this long after its last call ended is stopped. */
   idleMs?: number;
   /** Past this long after its last call ended, a process spending CPU or asking for anything is stopped (BACKGROUND_MS unless set). */
   backgroundMs?: number;
@@ -58,7 +58,7 @@ interface Entry {
   process?: WorkerdProcess;
   /** When its last call began: the least recently used goes first. */
   lastUsed: number;
-  /** When its last call ended: its waitUntil work may run WAIT_UNTIL_MS from then. */
+  /** When its last call ended: idle from then, and its waitUntil work may run WAIT_UNTIL_MS from then. */
   lastEnded: number;
   coldStartMs?: number;
   /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
@@ -385,7 +385,8 @@ export class IsolatePool {
       const spinning = this.spendsInBackground(entry, now);
       if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
       const dead = entry.calls === 0 && !entry.process!.alive;
-      if (!spinning && !dead && (entry.calls > 0 || (entry.lastUsed >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
+      // Idle from the end of its last call: one whose call began long ago (a slow cold start, a long call) has not been idle since.
+      if (!spinning && !dead && (entry.calls > 0 || (entry.lastEnded >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
       if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
       await this.stop(entry, entry.process!);
     }
