@@ -38,9 +38,10 @@ describe('many slow receivers at once', function () {
     const sent = performance.now();
     const fast = await ingest('fast');
     const delivery = await platform.finalDelivery(fast.body.deliveries[0], tenant.token);
-    const took = performance.now() - sent;
     assert.equal(delivery.status, 'delivered');
-    assert.ok(took < 3000, `the other installation's event took ${Math.round(took)} ms beside ${receiver.requests.length - 1} hanging batches`);
+    // At the receiver well within a hang (8 s): it waited for no hanging batch's slot.
+    const took = receiver.requests.find((request) => JSON.parse(request.body).spaceId === 'fast')!.at - sent;
+    assert.ok(took < 5000, `the other installation's event took ${Math.round(took)} ms beside ${receiver.requests.length - 1} hanging batches`);
     // Every hanging batch had its slot too: each POST came within a hang of its event's 202, never after
     // another's hang freed a slot. (Measured per event: under load, ingesting all 210 can itself take longer than a hang.)
     await waitFor(async () => (receiver.requests.length >= HANGING + 1 ? true : undefined), 20_000, 'every POST');

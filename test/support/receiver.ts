@@ -45,6 +45,9 @@ export class ScriptedReceiver {
         }, reply.delayMs ?? 0);
       });
     });
+    // Idle connections kept a minute (Node's default is 5 s), as receivers behind load balancers keep them:
+    // deliveries seconds apart on a loaded machine still share one.
+    this.server.keepAliveTimeout = 60_000;
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
     return this;
