@@ -89,7 +89,8 @@ export function errorMiddleware(logger: Logger) {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw notFound(`route ${ctx.method} ${ctx.path}`);
     } catch (raw) {
-      const err = (isDatabaseUnavailable(raw) ? unavailable('the delivery log is unavailable for a moment; try again shortly', raw) : fromTemporal(raw)) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
+      // An ApiError is the answer already: the checks below read its stack (Temporal's isError), formatting it for nothing.
+      const err = (raw instanceof ApiError ? raw : isDatabaseUnavailable(raw) ? unavailable('the delivery log is unavailable for a moment; try again shortly', raw) : fromTemporal(raw)) as Error & { status?: number; expose?: boolean; code?: string; details?: FieldIssue[] };
       // 502-504: a dependency, said by the platform.
       const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || (err instanceof ApiError && GATEWAY_STATUSES.includes(err.status))) ? err.status : 500;
       if (status === 503) {
