@@ -169,7 +169,7 @@ async function main(): Promise<void> {
     const aEvents = events(a, Math.round(30_000 * SCALE), 'a');
     receiver.reset();
     const aPlatform = await throughPlatform(stack, receiver, 'a', aEvents, (task) => closedLoop(aEvents.length, 64, task));
-    const aRss = stack.peakRss();
+    const [aRss, aLogMiB] = [stack.peakRss(), stack.logSizeMiB()];
     // The same, from a producer that sends 10 events a request (/v1/events/batch): not (a)'s target, what batching buys.
     const abEvents = events(a, aEvents.length, 'ab');
     receiver.reset();
@@ -189,7 +189,7 @@ async function main(): Promise<void> {
       batchedRatio: ratio(aBatched.deliveredPerS, aBare.deliveredPerS),
       peakRssMiB: aRss,
       totalRssMiB: Object.values(aRss).reduce((s: number, v) => s + (v ?? 0), 0),
-      logMiB: stack.logSizeMiB(),
+      logMiB: aLogMiB,
     };
 
     // (b) a steady 100 events/s for 60 s.

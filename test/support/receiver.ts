@@ -12,6 +12,8 @@ export interface ReceivedRequest {
   body: string;
   /** The sender's port: requests on one kept-alive connection share it. */
   remotePort?: number;
+  /** performance.now() when its answer was sent. */
+  answeredAt?: number;
 }
 
 export interface Reply {
@@ -19,6 +21,8 @@ export interface Reply {
   body?: string;
   headers?: Record<string, string>;
   delayMs?: number;
+  /** Answered once this settles, or after `delayMs` if that comes first. */
+  until?: Promise<unknown>;
 }
 
 /** A real HTTP receiver on 127.0.0.1 whose answer to the n-th request (0-based) is scripted. */
@@ -35,14 +39,18 @@ export class ScriptedReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        const request = { at, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), remotePort: req.socket.remotePort };
+        const request: ReceivedRequest = { at, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), remotePort: req.socket.remotePort };
         const reply = this.reply(this.requests.length, request);
         this.requests.push(request);
-        setTimeout(() => {
-          if (res.destroyed) return;
+        const answer = () => {
+          clearTimeout(timer);
+          if (res.destroyed || res.headersSent) return;
+          request.answeredAt = performance.now();
           res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
           res.end(reply.body ?? '');
-        }, reply.delayMs ?? 0);
+        };
+        const timer = reply.until && reply.delayMs === undefined ? undefined : setTimeout(answer, reply.delayMs ?? 0);
+        void reply.until?.then(answer, answer);
       });
     });
     // Idle connections kept a minute (Node's default is 5 s), as receivers behind load balancers keep them:
