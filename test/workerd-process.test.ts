@@ -219,6 +219,23 @@ describe('the isolate pool (real workerd)', function () {
     }
   });
 
+  it('makes room by stopping the process whose last call ended first, not the one whose call began first', async function () {
+    const isolates = pool({ loadScript: async () => slow, maxProcesses: 2 });
+    try {
+      // a's call begins first and ends last; b's begins later and ends first.
+      const long = call(isolates, 'a', 'a', '1500');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal((await call(isolates, 'b', 'b', '0')).status, 200);
+      assert.equal((await long).status, 200);
+      const stopped = await stoppedFor('make_room');
+      assert.equal((await call(isolates, 'c', 'c', '0')).status, 200);
+      assert.equal(await stoppedFor('make_room'), stopped + 1);
+      assert.deepEqual(isolates.warm().map((w) => w.key).sort(), ['x@1/a', 'x@1/c'], 'b was idle longest');
+    } finally {
+      await isolates.close();
+    }
+  });
+
   it("never runs more processes than the cap: a new one waits for one to become idle, and no call is cut short to make room", async function () {
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 1, memoryBudgetBytes: 1 });
     const gauges = async () => Promise.all(['platform_isolate_processes', 'platform_isolate_starts_waiting'].map(async (name) => (await registry.getSingleMetric(name)!.get()).values[0]!.value));

@@ -56,9 +56,7 @@ interface Entry {
   organization: string;
   starting: Promise<WorkerdProcess>;
   process?: WorkerdProcess;
-  /** When its last call began: the least recently used goes first. */
-  lastUsed: number;
-  /** When its last call ended: idle from then, and its waitUntil work may run WAIT_UNTIL_MS from then. */
+  /** When its last call ended: idle from then (the least recently used goes first), and its waitUntil work may run WAIT_UNTIL_MS from then. */
   lastEnded: number;
   coldStartMs?: number;
   /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
@@ -180,7 +178,7 @@ export class IsolatePool {
     }
     if (!entry) {
       // Its start waits for its admission, which marks it: `starting` is set before anything reads it.
-      const created = { id, organization: key.organization, lastUsed: Date.now(), lastEnded: Date.now(), calls: 0 } as Entry;
+      const created = { id, organization: key.organization, lastEnded: Date.now(), calls: 0 } as Entry;
       let started = 0;
       created.starting = this.admit(created).then(() => {
         // Closed while it waited for the process stopped for it to exit.
@@ -198,7 +196,6 @@ export class IsolatePool {
         () => this.drop(created),
       );
     }
-    entry.lastUsed = Date.now();
     return entry;
   }
 
@@ -336,7 +333,7 @@ export class IsolatePool {
   private idleByRank(): Entry[] {
     const now = Date.now();
     const rank = (entry: Entry) => (!entry.process!.alive ? 0 : entry.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
-    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process && !this.exiting.has(entry)).sort((a, b) => rank(a) - rank(b) || a.lastUsed - b.lastUsed);
+    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process && !this.exiting.has(entry)).sort((a, b) => rank(a) - rank(b) || a.lastEnded - b.lastEnded);
   }
 
   /**
@@ -378,7 +375,9 @@ export class IsolatePool {
     const now = Date.now();
     const idleSince = now - (this.options.idleMs ?? 5 * 60_000);
     let resident = 0;
-    const warm = [...this.entries.values()].filter((entry) => entry.process).sort((a, b) => b.lastUsed - a.lastUsed);
+    // Most recently used first: those a call is in, then by the end of their last call.
+    const recency = (entry: Entry) => (entry.calls > 0 ? Infinity : entry.lastEnded);
+    const warm = [...this.entries.values()].filter((entry) => entry.process).sort((a, b) => recency(b) - recency(a));
     for (const entry of warm) {
       // Taken out since (to make room, or stopped for work left behind) while an earlier one was being stopped.
       if (this.entries.get(entry.id) !== entry) continue;
