@@ -1,8 +1,8 @@
 import path from 'node:path';
 
 /**
- * Integration processes at most, by default: 4 GiB at their 128 MiB limit each, about
- * 1.7 GiB at the 52 MiB an idle one holds.
+ * Integration processes at most, by default: 4 GiB at their 128 MiB limit each (one past
+ * it only finishes its calls), about 1.7 GiB at the 52 MiB an idle one holds.
  */
 export const ISOLATE_MAX_PROCESSES = 32;
 

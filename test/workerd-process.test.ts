@@ -9,7 +9,7 @@ import { IsolateError, IsolatePool } from '../src/isolates/isolate-pool';
 import { registry } from '../src/metrics';
 import { waitFor } from './support/platform';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
-import { isAlive, listeningPorts } from '../src/net/procfs';
+import { isAlive, listeningPorts, residentBytes } from '../src/net/procfs';
 
 const MiB = 1024 * 1024;
 
@@ -214,6 +214,33 @@ describe('the isolate pool (real workerd)', function () {
       await new Promise((resolve) => setTimeout(resolve, 400));
       await isolates.evict();
       assert.deepEqual(isolates.warm(), [], 'idle past 300 ms since its call ended');
+    } finally {
+      await isolates.close();
+    }
+  });
+
+  it('replaces a process past its memory bound without failing the calls in it, and stops it once they have ended', async function () {
+    // "grow" keeps 46 MiB for good; a number answers after as many ms.
+    const growing = 'export default { async fetch(request) { const body = await request.text(); if (body === "grow") { globalThis.hoard = new Float64Array(6e6).fill(1); return new Response("grown"); } await new Promise((resolve) => setTimeout(resolve, Number(body))); return new Response("ok"); } };';
+    // Replaced past 80 MiB, killed past 120: an idle workerd holds about 55, grown about 100.
+    const isolates = pool({ loadScript: async () => growing, memoryLimitBytes: 80 * MiB });
+    const replaced = await stoppedFor('memory');
+    try {
+      assert.equal((await call(isolates, 'a', 'a', '0')).status, 200);
+      const [first] = isolates.warm();
+      const inFlight = call(isolates, 'a', 'a', '4000');
+      assert.equal((await call(isolates, 'a', 'a', 'grow')).status, 200);
+      await waitFor(async () => (residentBytes(first!.pid)! > 80 * MiB ? true : undefined), 5000, 'the process to pass its bound');
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the watchdog reads every 20 ms
+      const next = await call(isolates, 'a', 'a', '0');
+      assert.equal(next.status, 200);
+      const [second] = isolates.warm();
+      assert.notEqual(second!.pid, first!.pid, 'the next call went to a new process');
+      assert.equal(isAlive(first!.pid), true, 'the old process still serves the call in it');
+      const answer = await inFlight;
+      assert.deepEqual([answer.status, answer.body.toString()], [200, 'ok'], 'the call in it was not cut short');
+      await waitFor(async () => (isAlive(first!.pid) ? undefined : true), 5000, 'the old process to be stopped');
+      assert.equal(await stoppedFor('memory'), replaced + 1);
     } finally {
       await isolates.close();
     }

@@ -25,6 +25,11 @@ export interface IsolatePoolOptions {
   bindings: Record<string, NodeService>;
   /** Called with each new process, so that guards learn its ports. */
   onStarted?(process: WorkerdProcess): void;
+  /**
+   * Resident memory of a process (128 MiB unless set): past it the process takes no new
+   * call and is replaced, and stopped once the calls in it have ended; past
+   * MEMORY_KILL_FACTOR times it, it is killed at once, its calls failing.
+   */
   memoryLimitBytes?: number;
   /** A process unused this long after its last call ended is stopped. */
   idleMs?: number;
@@ -61,6 +66,8 @@ interface Entry {
   coldStartMs?: number;
   /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
   calls: number;
+  /** Told when its calls have all ended, once it is being replaced (over its memory). */
+  drained?: () => void;
   /** Its CPU time when last looked at, once past BACKGROUND_MS: what it spends after that is work left behind. */
   cpu?: { seconds: number; at: number };
 }
@@ -77,6 +84,13 @@ const BACKGROUND_MS = WAIT_UNTIL_MS + 5000;
 const BACKGROUND_CPU_SHARE = 0.1;
 
 const MiB = 1024 * 1024;
+
+/**
+ * A process past its memory bound is killed only past this multiple of it: until then it
+ * finishes its calls while a new process takes the next ones (a busy handler's heap grows
+ * past the bound with garbage; only a runaway allocation reaches this).
+ */
+const MEMORY_KILL_FACTOR = 1.5;
 
 /**
  * One organization's processes at most, as a share of the cap: a tenant whose many
@@ -138,19 +152,24 @@ export class IsolatePool {
         return await process.call(path, request, deadlineMs);
       } catch (err) {
         if (err instanceof AnswerTooLargeError) throw new IsolateError(`the integration's answer was cut off: ${err.message}`, 502);
-        const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.options.memoryLimitBytes ?? 128 * MiB) / MiB} MiB` : 'its isolate stopped';
+        const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.memoryLimit * MEMORY_KILL_FACTOR) / MiB} MiB` : 'its isolate stopped';
         void this.stop(entry, process);
         throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
       }
     } finally {
       entry.calls -= 1;
       entry.lastEnded = Date.now();
+      if (entry.calls === 0) entry.drained?.();
       if (entry.calls === 0 && this.admitted.has(entry)) this.admitWaiting();
     }
   }
 
   private get maxProcesses(): number {
     return this.options.maxProcesses ?? ISOLATE_MAX_PROCESSES;
+  }
+
+  private get memoryLimit(): number {
+    return this.options.memoryLimitBytes ?? 128 * MiB;
   }
 
   /** Warm processes, with their cold start and resident memory, for the bench and operators. */
@@ -163,6 +182,8 @@ export class IsolatePool {
     clearInterval(this.sweeper);
     const entries = [...this.entries.values()];
     for (const entry of entries) this.remove(entry);
+    // Those being replaced (over their memory) stop now too, not once their calls end.
+    for (const entry of this.exiting) entry.drained?.();
     for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(platformStopping());
     await Promise.all([...entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)), ...this.exits]);
   }
@@ -172,8 +193,12 @@ export class IsolatePool {
     if (this.closed) throw platformStopping();
     const id = `${key.integration}@${key.version}/${key.installation}`;
     let entry = this.entries.get(id);
-    if (entry?.process && !entry.process.alive) {
-      void this.stop(entry, entry.process);
+    // Known to be gone (killed, or found gone by the memory watchdog), or over its memory:
+    // replaced now. One over its memory is stopped once the calls in it have ended.
+    if (entry?.process && (entry.process.endReason || entry.process.overMemory)) {
+      const { process } = entry;
+      if (!process.endReason) isolatesStopped.inc({ reason: 'memory' });
+      void this.stop(entry, process, process.endReason ? undefined : this.drained(entry));
       entry = undefined;
     }
     if (!entry) {
@@ -207,7 +232,8 @@ export class IsolatePool {
           { name: 'host.js', type: 'ESModule', contents: RUNTIME_HOST_SOURCE },
           { name: 'integration.js', type: 'ESModule', contents: script },
         ],
-        memoryLimitBytes: this.options.memoryLimitBytes ?? 128 * MiB,
+        memoryLimitBytes: this.memoryLimit * MEMORY_KILL_FACTOR,
+        recycleAboveBytes: this.memoryLimit,
         outbound: ways.outbound,
         bindings: ways.bindings,
       });
@@ -238,6 +264,11 @@ export class IsolatePool {
         this.admitWaiting();
       },
     );
+  }
+
+  /** Once no call is in the entry (it takes no new ones: it is out of the pool's entries). */
+  private drained(entry: Entry): Promise<void> {
+    return entry.calls === 0 ? Promise.resolve() : new Promise((resolve) => (entry.drained = resolve));
   }
 
   /** Kept until `exit` resolves (close waits for it), then `then`. */
@@ -383,10 +414,12 @@ export class IsolatePool {
       if (this.entries.get(entry.id) !== entry) continue;
       const spinning = this.spendsInBackground(entry, now);
       if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
-      const dead = entry.calls === 0 && !entry.process!.alive;
+      // Over its memory, an idle one goes too (its next call would replace it).
+      const dead = entry.calls === 0 && (!entry.process!.alive || entry.process!.overMemory);
       // Idle from the end of its last call: one whose call began long ago (a slow cold start, a long call) has not been idle since.
       if (!spinning && !dead && (entry.calls > 0 || (entry.lastEnded >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
       if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
+      else if (entry.process!.overMemory && entry.process!.alive) isolatesStopped.inc({ reason: 'memory' });
       await this.stop(entry, entry.process!);
     }
   }

@@ -45,7 +45,7 @@ export const isolateCalls = new Histogram({
   buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
   registers: [registry],
 });
-export const isolatesStopped = new Counter({ name: 'platform_isolates_stopped_total', help: 'Isolate processes the pool stopped before they were idle for long, by reason (background_cpu: CPU spent long after their last call; make_room: idle, stopped for a new one at the cap; work_left_behind: a request out long after its last call)', labelNames: ['reason'], registers: [registry] });
+export const isolatesStopped = new Counter({ name: 'platform_isolates_stopped_total', help: 'Isolate processes the pool stopped before they were idle for long, by reason (background_cpu: CPU spent long after their last call; make_room: idle, stopped for a new one at the cap; memory: past their memory bound, replaced and stopped once their calls ended; work_left_behind: a request out long after its last call)', labelNames: ['reason'], registers: [registry] });
 export const isolateProcesses = new Gauge({ name: 'platform_isolate_processes', help: 'Isolate processes running or starting (at most PLATFORM_ISOLATE_MAX_PROCESSES)', registers: [registry] });
 export const isolateStartsWaiting = new Gauge({ name: 'platform_isolate_starts_waiting', help: 'New isolate processes waiting for room in the pool (their calls refused after 5 s)', registers: [registry] });
 export const temporalClientErrors = new Counter({ name: 'platform_temporal_client_errors_total', help: 'Temporal client calls that failed, by gRPC status code', labelNames: ['code'], registers: [registry] });
