@@ -14,6 +14,8 @@ export interface ReceivedRequest {
   remotePort?: number;
   /** performance.now() when its answer was sent. */
   answeredAt?: number;
+  /** performance.now() when the sender closed the request before its answer (its attempt timed out). */
+  abandonedAt?: number;
 }
 
 export interface Reply {
@@ -51,6 +53,9 @@ export class ScriptedReceiver {
         };
         const timer = reply.until && reply.delayMs === undefined ? undefined : setTimeout(answer, reply.delayMs ?? 0);
         void reply.until?.then(answer, answer);
+        res.on('close', () => {
+          if (request.answeredAt === undefined) request.abandonedAt = performance.now();
+        });
       });
     });
     // Idle connections kept a minute (Node's default is 5 s), as receivers behind load balancers keep them:
