@@ -219,19 +219,26 @@ describe('the isolate pool (real workerd)', function () {
     }
   });
 
+  // "grow" keeps 46 MiB for good; a number answers after as many ms.
+  const growing = 'export default { async fetch(request) { const body = await request.text(); if (body === "grow") { globalThis.hoard = new Float64Array(6e6).fill(1); return new Response("grown"); } await new Promise((resolve) => setTimeout(resolve, Number(body))); return new Response("ok"); } };';
+  /** A call of `ms` that may last 15 s (the helper's calls get 5). */
+  const long = (p: IsolatePool, installation: string, ms: number) => p.call({ integration: 'x', version: 1, installation, organization: installation }, '/v1', { method: 'POST', headers: {}, body: Buffer.from(String(ms)) }, 15_000);
+  /** Grows the installation's process past 90 MiB (an idle workerd holds about 55, grown about 100) and waits for the watchdog to see it. */
+  const grow = async (p: IsolatePool, installation: string, pid: number) => {
+    assert.equal((await call(p, installation, installation, 'grow')).status, 200);
+    await waitFor(async () => (residentBytes(pid)! > 90 * MiB ? true : undefined), 5000, 'the process to pass its bound');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the watchdog reads every 20 ms
+  };
+
   it('replaces a process past its memory bound without failing the calls in it, and stops it once they have ended', async function () {
-    // "grow" keeps 46 MiB for good; a number answers after as many ms.
-    const growing = 'export default { async fetch(request) { const body = await request.text(); if (body === "grow") { globalThis.hoard = new Float64Array(6e6).fill(1); return new Response("grown"); } await new Promise((resolve) => setTimeout(resolve, Number(body))); return new Response("ok"); } };';
-    // Replaced past 80 MiB, killed past 120: an idle workerd holds about 55, grown about 100.
-    const isolates = pool({ loadScript: async () => growing, memoryLimitBytes: 80 * MiB });
+    // Replaced past 90 MiB, killed past 135.
+    const isolates = pool({ loadScript: async () => growing, memoryLimitBytes: 90 * MiB });
     const replaced = await stoppedFor('memory');
     try {
       assert.equal((await call(isolates, 'a', 'a', '0')).status, 200);
       const [first] = isolates.warm();
-      const inFlight = call(isolates, 'a', 'a', '4000');
-      assert.equal((await call(isolates, 'a', 'a', 'grow')).status, 200);
-      await waitFor(async () => (residentBytes(first!.pid)! > 80 * MiB ? true : undefined), 5000, 'the process to pass its bound');
-      await new Promise((resolve) => setTimeout(resolve, 200)); // the watchdog reads every 20 ms
+      const inFlight = long(isolates, 'a', 8000);
+      await grow(isolates, 'a', first!.pid);
       const next = await call(isolates, 'a', 'a', '0');
       assert.equal(next.status, 200);
       const [second] = isolates.warm();
@@ -246,14 +253,33 @@ describe('the isolate pool (real workerd)', function () {
     }
   });
 
+  it('at its cap, starts the replacement of a process past its memory bound in the room of an idle one, not after the calls still in the old one', async function () {
+    // 8 processes at most, 2 an organization; calls wait 2 s for room.
+    const isolates = pool({ loadScript: async () => growing, memoryLimitBytes: 90 * MiB, maxProcesses: 8, admissionWaitMs: 2000 });
+    try {
+      for (const installation of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']) assert.equal((await call(isolates, installation, installation, '0')).status, 200);
+      const first = isolates.warm().find((w) => w.key === 'x@1/a')!;
+      const inFlight = long(isolates, 'a', 6000);
+      await grow(isolates, 'a', first.pid);
+      // The old process still holds its room for 6 s, past the 2 s a start waits for room.
+      assert.equal((await call(isolates, 'a', 'a', '0')).status, 200);
+      assert.notEqual(isolates.warm().find((w) => w.key === 'x@1/a')!.pid, first.pid);
+      assert.equal(isolates.warm().length, 7, 'an idle one made room: with the old one still finishing its call, 8 run');
+      assert.equal((await inFlight).status, 200);
+    } finally {
+      await isolates.close();
+    }
+  });
+
   it('makes room by stopping the process whose last call ended first, not the one whose call began first', async function () {
     const isolates = pool({ loadScript: async () => slow, maxProcesses: 2 });
     try {
+      for (const installation of ['a', 'b']) assert.equal((await call(isolates, installation, installation, '0')).status, 200);
       // a's call begins first and ends last; b's begins later and ends first.
-      const long = call(isolates, 'a', 'a', '1500');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const inA = long(isolates, 'a', 2000);
+      await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal((await call(isolates, 'b', 'b', '0')).status, 200);
-      assert.equal((await long).status, 200);
+      assert.equal((await inA).status, 200);
       const stopped = await stoppedFor('make_room');
       assert.equal((await call(isolates, 'c', 'c', '0')).status, 200);
       assert.equal(await stoppedFor('make_room'), stopped + 1);

@@ -37,7 +37,8 @@ export interface IsolatePoolOptions {
   backgroundMs?: number;
   /**
    * Processes at most, starting or warm (ISOLATE_MAX_PROCESSES unless set): a hard bound, so that
-   * memory is bounded by it times memoryLimitBytes, whatever a burst asks for.
+   * memory is bounded by it times memoryLimitBytes (MEMORY_KILL_FACTOR times that for the
+   * moments a process past it finishes its calls), whatever a burst asks for.
    */
   maxProcesses?: number;
   /** How long a call waits for room in the pool before it is refused (ADMISSION_WAIT_MS unless set). */
@@ -266,6 +267,16 @@ export class IsolatePool {
     );
   }
 
+  /**
+   * Whether a stopped process frees its room in a moment: one that no call holds. One being
+   * replaced over its memory may finish its calls for up to a call's 10 s, longer than a
+   * start waits for room: the start stops an idle process instead.
+   */
+  private exitingSoon(): boolean {
+    for (const entry of this.exiting) if (entry.calls === 0) return true;
+    return false;
+  }
+
   /** Once no call is in the entry (it takes no new ones: it is out of the pool's entries). */
   private drained(entry: Entry): Promise<void> {
     return entry.calls === 0 ? Promise.resolve() : new Promise((resolve) => (entry.drained = resolve));
@@ -380,7 +391,7 @@ export class IsolatePool {
       return Promise.resolve();
     }
     // A process exiting frees its room in a moment: the start waits for it rather than stop another.
-    if (!atShare && this.exiting.size > 0) return undefined;
+    if (!atShare && this.exitingSoon()) return undefined;
     const at = atShare ? idle.findIndex((other) => other.organization === entry.organization) : 0;
     const victim = idle[at];
     if (!victim) return undefined;

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { tiedToParent } from '../lifecycle';
-import { childrenOf, commandOf, isAlive, listenerOf, residentBytes, startTimeOf } from '../net/procfs';
+import { childrenOf, commandOf, isAlive, listenerOf, processExists, residentBytes, startTimeOf } from '../net/procfs';
 
 /**
  * miniflare spawns MINIFLARE_WORKERD_PATH: a script of ours that execs the real binary tied
@@ -98,6 +98,7 @@ export class WorkerdProcess {
   /** Past recycleAboveBytes when last read (every MEMORY_POLL_MS). */
   overMemory = false;
   private disposed = false;
+  private disposing?: Promise<void>;
   /** Keep-alive to the worker's socket: a call costs no new connection. */
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -185,14 +186,17 @@ export class WorkerdProcess {
     return !this.disposed && !this.endReason && isAlive(this.pid);
   }
 
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    WorkerdProcess.live.delete(this);
-    this.agent.destroy();
-    // miniflare SIGKILLs its workerd process and waits for it to exit.
-    await this.miniflare.dispose().catch(() => undefined);
-    WorkerdProcess.claimed.delete(this.pid);
+  /** Resolves once the process has exited, however many callers ask. */
+  dispose(): Promise<void> {
+    this.disposing ??= (async () => {
+      this.disposed = true;
+      WorkerdProcess.live.delete(this);
+      this.agent.destroy();
+      // miniflare SIGKILLs its workerd process and waits for it to exit.
+      await this.miniflare.dispose().catch(() => undefined);
+      WorkerdProcess.claimed.delete(this.pid);
+    })();
+    return this.disposing;
   }
 
   /** One timer reads the memory of every live process: over its bound a process is killed, over its recycling bound marked. */
@@ -202,6 +206,8 @@ export class WorkerdProcess {
       for (const process of WorkerdProcess.live) {
         const rss = residentBytes(process.pid);
         if (rss === undefined) {
+          // Gone, not merely unreadable for a moment (out of file descriptors): a live one stays watched.
+          if (processExists(process.pid)) continue;
           if (!process.endReason) process.endReason = 'crashed';
           WorkerdProcess.live.delete(process);
           WorkerdProcess.claimed.delete(process.pid);

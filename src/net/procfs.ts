@@ -123,6 +123,16 @@ export function residentBytes(pid: number): number | undefined {
   return statm ? Number(statm.split(' ')[1]) * 4096 : undefined;
 }
 
+/** Whether a process of this pid exists, asked of the kernel rather than /proc: only ESRCH says no. */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
 export function isAlive(pid: number): boolean {
   const state = statFields(pid)[0];
   // A zombie (Z) has exited and only waits for its parent to reap it.
