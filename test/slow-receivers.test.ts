@@ -30,18 +30,17 @@ describe('many slow receivers at once', function () {
     const install = (space: string) => waitFor(() => platform.webhook(tenant.token, { org: tenant.org, space }, receiver.url, { space_content_updated: true }).catch(() => undefined), 30_000, `an installation for ${space}`, 200);
     for (let i = 0; i < spaces.length; i += 10) await Promise.all(spaces.slice(i, i + 10).map(install));
     await platform.webhook(tenant.token, { org: tenant.org, space: 'fast' }, receiver.url, { space_content_updated: true });
+    const eventOf = (space: string) => spaceEvent(tenant.org, space, { eventId: `evt_${space}_${tenant.org}` });
     // Each event until accepted, with its eventId (a 503 means "try again" while the engine is busy).
-    const ingest = (space: string) => {
-      const event = spaceEvent(tenant.org, space, { eventId: `evt_${space}_${tenant.org}` });
-      return waitFor(async () => {
-        const answer = await platform.admin('POST', '/v1/events', event);
+    const ingest = (space: string) =>
+      waitFor(async () => {
+        const answer = await platform.admin('POST', '/v1/events', eventOf(space));
         return answer.status === 202 ? answer : undefined;
       }, 30_000, `the event of ${space}`, 200);
-    };
     // The hanging ones in one batch, sent again until each is accepted (a repeat answers its
     // first answer): their POSTs come within moments of each other, well inside the 9 s they
     // hang, where 210 requests of one event each spread over seconds on a loaded machine.
-    const events = spaces.map((space) => spaceEvent(tenant.org, space, { eventId: `evt_${space}_${tenant.org}` }));
+    const events = spaces.map(eventOf);
     await waitFor(async () => {
       const answer = await platform.admin('POST', '/v1/events/batch', { events });
       return answer.status === 202 && (answer.body as { results: { deliveries?: string[] }[] }).results.every((result) => result.deliveries) ? true : undefined;

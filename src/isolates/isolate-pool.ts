@@ -197,9 +197,9 @@ export class IsolatePool {
     // Known to be gone (killed, or found gone by the memory watchdog), or over its memory:
     // replaced now. One over its memory is stopped once the calls in it have ended.
     if (entry?.process && (entry.process.endReason || entry.process.overMemory)) {
-      const { process } = entry;
-      if (!process.endReason) isolatesStopped.inc({ reason: 'memory' });
-      void this.stop(entry, process, process.endReason ? undefined : this.drained(entry));
+      const running = !entry.process.endReason;
+      if (running) isolatesStopped.inc({ reason: 'memory' });
+      void this.stop(entry, entry.process, running ? this.drained(entry) : undefined);
       entry = undefined;
     }
     if (!entry) {

@@ -97,7 +97,7 @@ export class WorkerdProcess {
   endReason?: EndReason;
   /** Past recycleAboveBytes when last read (every MEMORY_POLL_MS). */
   overMemory = false;
-  private disposed = false;
+  /** Set once disposal began: the process's exit, for every caller. */
   private disposing?: Promise<void>;
   /** Keep-alive to the worker's socket: a call costs no new connection. */
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -173,7 +173,7 @@ export class WorkerdProcess {
   }
 
   kill(reason: EndReason): void {
-    if (this.endReason || this.disposed) return;
+    if (this.endReason || this.disposing) return;
     this.endReason = reason;
     try {
       process.kill(this.pid, 'SIGKILL');
@@ -183,13 +183,12 @@ export class WorkerdProcess {
   }
 
   get alive(): boolean {
-    return !this.disposed && !this.endReason && isAlive(this.pid);
+    return !this.disposing && !this.endReason && isAlive(this.pid);
   }
 
   /** Resolves once the process has exited, however many callers ask. */
   dispose(): Promise<void> {
     this.disposing ??= (async () => {
-      this.disposed = true;
       WorkerdProcess.live.delete(this);
       this.agent.destroy();
       // miniflare SIGKILLs its workerd process and waits for it to exit.
