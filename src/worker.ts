@@ -52,6 +52,14 @@ export interface PlatformWorker {
 const ATTEMPT_SLOTS = 2000;
 
 /**
+ * How long a stopping worker waits for attempts in flight to end by themselves, and then
+ * for the interrupted ones' batches to record them: within the process's STOP_DEADLINE_MS
+ * with the other parts' stops.
+ */
+const DRAIN_MS = 4000;
+const INTERRUPTED_END_MS = 2000;
+
+/**
  * The Temporal workers of a process: every workflow and activity of the service on its task
  * queue, and the delivery shards' retry batches on theirs (see retryTaskQueue), each with
  * slots of its own.
@@ -63,8 +71,11 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     connection,
     namespace: options.namespace,
     dataConverter: dataConverter(options.encryptionKey),
-    // A drain waits this long for tasks in flight (attempts are idempotent; a cut batch runs again).
-    shutdownForceTime: '5 seconds',
+    // A stop lets attempts in flight end by themselves for DRAIN_MS; then the rest are
+    // interrupted (recorded so: their answer was not seen) and their batches end, so that
+    // every attempt that went out is in the log and nothing is sent twice by a rerun.
+    shutdownGraceTime: DRAIN_MS,
+    shutdownForceTime: DRAIN_MS + INTERRUPTED_END_MS,
     ...tracingWorkerOptions(options.tracing, options.workflowBundle !== undefined),
   };
   const workers = [

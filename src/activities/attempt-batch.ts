@@ -8,7 +8,7 @@ import type { DestinationGuard } from '../net/destination-guard';
 import { PLATFORM_VERSION } from '../version';
 import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
-import { createAgents, postOnce } from './http-attempt';
+import { createAgents, InterruptedError, postOnce, unlessStopped } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
 import { attemptDuration, deliveriesAbsent, deliveriesFinished, logWriteLag, reasonLabel, retriesScheduled, statusClass } from '../metrics';
 import { publicEndpoint } from '../integrations/environment';
@@ -105,10 +105,36 @@ function retryOf(waitMs: number, endedAt: number | undefined): Pick<AttemptBatch
   return { retryInMs, retryAt: Date.now() + retryInMs, clock: CLOCK };
 }
 
-/** Until a time (ms since 1970) on this worker's clock has passed. */
-async function waitUntil(at: number): Promise<void> {
+/** Until a time (ms since 1970) on this worker's clock has passed, or the worker stops. */
+async function waitUntil(at: number, stopping: AbortSignal): Promise<void> {
   // setTimeout may end a little before Date.now() reaches the time: wait again until it has.
-  while (Date.now() < at) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
+  while (Date.now() < at && !stopping.aborted) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        stopping.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, at - Date.now());
+      stopping.addEventListener('abort', done);
+    });
+  }
+}
+
+/**
+ * Aborted when this worker stops (past its drain time): its attempts in flight end at once,
+ * recorded `interrupted`. Any other cancellation (the batch's run ended, say) leaves them to
+ * end by themselves and be recorded, which the next run reads.
+ */
+function workerStopping(context: Context): AbortSignal {
+  const stopping = new AbortController();
+  const { cancellationSignal } = context;
+  const onCancel = () => {
+    if (context.cancellationDetails?.workerShutdown || (cancellationSignal.reason as Error | undefined)?.message === 'WORKER_SHUTDOWN') stopping.abort();
+  };
+  if (cancellationSignal.aborted) onCancel();
+  else cancellationSignal.addEventListener('abort', onCancel, { once: true });
+  return stopping.signal;
 }
 
 /** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */
@@ -143,22 +169,23 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
 
   /** An event to integration code: its isolate's answer decides as a receiver's would (a timeout is retried). */
-  async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget): Promise<DeliveryOutcome> {
+  async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget, stopping: AbortSignal): Promise<DeliveryOutcome> {
     const started = Date.now();
     const record = { attempt, startedAt: new Date(started).toISOString(), url: publicEndpoint(deps.baseUrl, target.integration, target.id) };
     try {
-      const answer = await deps.runtime.invoke(target, JSON.parse(delivery.body) as Record<string, unknown>);
+      const answer = await unlessStopped(deps.runtime.invoke(target, JSON.parse(delivery.body) as Record<string, unknown>), stopping);
       return judge(delivery.id, { ...record, durationMs: Date.now() - started, statusCode: answer.status, responseBody: answer.body.subarray(0, 1024).toString('utf8') });
     } catch (err) {
       // No room in the isolate pool: no attempt was made, and none is spent (see attemptDeliveries).
       if (isNoRoom(err)) throw err;
       const timeout = err instanceof IsolateError && err.status === 504;
-      return judge(delivery.id, { ...record, durationMs: Date.now() - started, error: timeout ? 'timeout' : 'network_error', errorMessage: (err as Error).message });
+      const error = err instanceof InterruptedError ? 'interrupted' : timeout ? 'timeout' : 'network_error';
+      return judge(delivery.id, { ...record, durationMs: Date.now() - started, error, errorMessage: (err as Error).message });
     }
   }
 
-  async function attemptOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget): Promise<DeliveryOutcome> {
-    if (target.integration !== WEBHOOK_INTEGRATION) return invokeOne(delivery, attempt, target);
+  async function attemptOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget, stopping: AbortSignal): Promise<DeliveryOutcome> {
+    if (target.integration !== WEBHOOK_INTEGRATION) return invokeOne(delivery, attempt, target, stopping);
     const now = Date.now();
     const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
     const { retryAfterMs, ...result } = await postOnce(
@@ -173,7 +200,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           [SIGNATURE_HEADER]: signatureHeader(delivery.body, secrets, Math.floor(now / 1000)),
         }),
       },
-      { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs },
+      { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs, signal: stopping },
     );
     return judge(delivery.id, { attempt, ...result }, retryAfterMs);
   }
@@ -182,7 +209,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
    * One attempt in a span of its own: a child of the event's ingest span (so the event's
    * trace runs from its POST to its receiver), linked to the batch's activity span.
    */
-  function tracedAttempt(delivery: DeliveryToAttempt, entry: AttemptBatchInput['entries'][number], target: InstallationTarget): Promise<DeliveryOutcome> {
+  function tracedAttempt(delivery: DeliveryToAttempt, entry: AttemptBatchInput['entries'][number], target: InstallationTarget, stopping: AbortSignal): Promise<DeliveryOutcome> {
     const batch = trace.getActiveSpan()?.spanContext();
     const span = tracer.startSpan(
       target.integration === WEBHOOK_INTEGRATION ? 'webhook attempt' : 'integration event',
@@ -190,7 +217,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       contextOf(entry.trace),
     );
     return inSpan(span, async () => {
-      const outcome = await attemptOne(delivery, entry.attempt, target);
+      const outcome = await attemptOne(delivery, entry.attempt, target, stopping);
       if (outcome.attempt?.statusCode !== undefined) span.setAttribute('http.response.status_code', outcome.attempt.statusCode);
       span.setAttribute('delivery.status', outcome.status);
       if (outcome.status !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.attempt?.error ?? `status ${outcome.attempt?.statusCode ?? outcome.reason}` });
@@ -217,13 +244,14 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     // the SDK sends is a write of the server. A batch waiting for its retries' time (2 s at
     // most) sends none; one whose receiver hangs for the 10 s attempt timeout sends two.
     const { heartbeatTimeoutMs } = Context.current().info;
+    const stopping = workerStopping(Context.current());
     const heartbeat = heartbeatTimeoutMs ? setInterval(() => Context.current().heartbeat(), heartbeatTimeoutMs / 2) : undefined;
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
       // A retry batch starts ahead of its retries' time (the shard's lead): the log is read
       // once the first is due, and the installation as of each attempt's time (below).
-      await waitUntil(Math.min(...input.entries.map(timeOf)));
+      await waitUntil(Math.min(...input.entries.map(timeOf)), stopping);
       const deliveries = await deps.log.toAttempt(input.entries);
       await reportAbsent(input, deliveries);
       /** When each attempt made by this run ended (performance.now()). */
@@ -240,6 +268,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       };
       /** Deliveries to integration code that found no room in the isolate pool: not attempted. */
       const noRoom: string[] = [];
+      /** Deliveries not attempted because the worker stopped first: the same attempt, at its time, on another worker. */
+      const unsent: AttemptBatchInput['entries'] = [];
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
         await deps.log.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
@@ -252,9 +282,13 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (!delivery) return undefined;
           // Recorded by an earlier run of the batch (written and counted then): its outcome again.
           if (delivery.recorded) return judge(id, delivery.recorded);
-          await waitUntil(timeOf(entry));
+          await waitUntil(timeOf(entry), stopping);
+          if (stopping.aborted) {
+            unsent.push(entry);
+            return undefined;
+          }
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
-          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!).catch((err: unknown) => {
+          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!, stopping).catch((err: unknown) => {
               if (!isNoRoom(err)) throw err;
               noRoom.push(id);
               return undefined;
@@ -271,7 +305,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       });
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
-      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, noRoom: noRoom.length }, 'attempt batch');
+      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, noRoom: noRoom.length, unsent: unsent.length }, 'attempt batch');
       return [
         ...written.map((outcome) => ({
           id: outcome.id,
@@ -282,6 +316,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         })),
         // A busy pool delays them; it spends none of their attempts, nor fails them.
         ...noRoom.map((id) => ({ id, status: 'pending' as const, again: true as const, ...retryOf(NO_ROOM_RETRY_MS, performance.now()) })),
+        ...unsent.map((entry) => ({ id: entry.id, status: 'pending' as const, again: true as const, ...retryOf(Math.max(0, timeOf(entry) - Date.now()), performance.now()) })),
       ];
     } finally {
       clearInterval(heartbeat);

@@ -21,6 +21,20 @@ export interface HttpAttemptOptions {
   guard: DestinationGuard;
   timeoutMs?: number;
   agents: { http: http.Agent; https: https.Agent };
+  /** Aborted when the worker stops: the request ends at once, `interrupted`. */
+  signal?: AbortSignal;
+}
+
+/** What ends an attempt whose worker stopped before its answer. */
+export class InterruptedError extends Error {}
+
+/** The call's answer, or an InterruptedError once `stopping` aborts (the call runs on; its answer is not read). */
+export function unlessStopped<T>(call: Promise<T>, stopping: AbortSignal): Promise<T> {
+  if (stopping.aborted) return Promise.reject(new InterruptedError('the worker stopped before the answer came'));
+  let stop = () => undefined as void;
+  const stopped = new Promise<never>((_, reject) => (stop = () => reject(new InterruptedError('the worker stopped before the answer came'))));
+  stopping.addEventListener('abort', stop);
+  return Promise.race([call, stopped]).finally(() => stopping.removeEventListener('abort', stop));
 }
 
 /** Request options that name the pool an attempt's socket comes from. */
@@ -73,8 +87,12 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
     };
     const request = client.request(url, requestOptions);
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error('no response within the attempt timeout'), { code: 'ETIMEDOUT' })), options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+    const interrupt = () => request.destroy(new InterruptedError('the worker stopped before the answer came'));
+    options.signal?.addEventListener('abort', interrupt);
+    if (options.signal?.aborted) interrupt();
     const settle = (result: AttemptResult) => {
       clearTimeout(deadline);
+      options.signal?.removeEventListener('abort', interrupt);
       resolve(result);
     };
     request.on('error', (err: NodeJS.ErrnoException) => settle(ended({ error: classifyError(err), errorMessage: err.message })));
@@ -101,6 +119,7 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
 
 function classifyError(err: NodeJS.ErrnoException): AttemptErrorClass {
   if (err instanceof BlockedDestinationError) return 'blocked_destination';
+  if (err instanceof InterruptedError) return 'interrupted';
   const code = err.code ?? '';
   if (code === 'ETIMEDOUT') return 'timeout';
   if (code === 'ECONNREFUSED') return 'connection_refused';

@@ -9,8 +9,12 @@ export const MAX_RETRIES = 3;
 export const MAX_RETRY_AFTER_MS = 60_000;
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 
-/** Error classes an attempt can end with when there is no HTTP status. */
-export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_reset' | 'dns_failure' | 'tls_failure' | 'network_error' | 'blocked_destination';
+/**
+ * Error classes an attempt can end with when there is no HTTP status. `interrupted`: the
+ * worker stopped (its drain time over) before the answer came, so whether the receiver got
+ * the request is unknown; it is retried like a timeout.
+ */
+export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_reset' | 'dns_failure' | 'tls_failure' | 'network_error' | 'blocked_destination' | 'interrupted';
 
 export interface AttemptResult {
   startedAt: string;
