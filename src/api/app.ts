@@ -6,6 +6,7 @@ import { Authenticator } from './auth';
 import { buildApiDeps, type ApiDeps, type ApiSettings } from './deps';
 import { ApiError, errorMiddleware } from './errors';
 import { RouteTable } from './route-table';
+import { EngineWait } from './engine-wait';
 import { codecCors, codecRoutes } from './routes/codec';
 import { deliveryRoutes } from './routes/deliveries';
 import { eventRoutes } from './routes/events';
@@ -23,7 +24,7 @@ import { listenOn } from '../net/listen';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
-  const routes = new RouteTable(new Authenticator(deps.client, deps.adminToken, deps.installationTokens, deps.installations));
+  const routes = new RouteTable(new Authenticator(deps.client, deps.adminToken, deps.installationTokens, deps.installations), new EngineWait(deps.client));
   for (const mount of [systemRoutes, tenancyRoutes, integrationRoutes, installationRoutes, runtimeRoutes, oauthRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
 
   const app = new Koa({ proxy: false });

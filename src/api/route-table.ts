@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { SchemaObject } from 'ajv';
 import type { Context, Next } from 'koa';
 import { ApiError } from './errors';
+import type { EngineWait } from './engine-wait';
 import { koaBody } from 'koa-body';
 import { requireAdmin, type Authenticator, type Caller } from './auth';
 import { parse } from './validation';
@@ -28,6 +29,12 @@ export interface RouteSpec {
   /** The body as raw bytes of any type, up to this many (and the path with anything after it). */
   rawBodyLimit?: number;
   query?: Record<string, string>;
+  /**
+   * The handler bounds its own waits on Temporal, shorter than a request's (EngineWait):
+   * ingest, whose producers retry with eventIds and which sheds load by a fast 503, and the
+   * health checks.
+   */
+  ownDeadline?: true;
   /** Status -> description, with the response schema where there is a body. */
   responses: Record<number, { description: string; schema?: SchemaObject }>;
 }
@@ -50,12 +57,16 @@ export class RouteTable {
   readonly router = new Router();
   readonly specs: RouteSpec[] = [];
 
-  constructor(private readonly auth: Authenticator) {}
+  constructor(
+    private readonly auth: Authenticator,
+    private readonly engine: EngineWait,
+  ) {}
 
   add<Body = undefined>(spec: RouteSpec, handler: Handler<Body>): void {
     this.specs.push(spec);
     const parser = bodyErrorsAreTheClients(spec.rawBodyLimit === undefined ? koaBody({ jsonLimit: spec.bodyLimit ?? '1mb', formLimit: '1mb', textLimit: '1mb' }) : rawBody(spec.rawBodyLimit));
-    const route = async (ctx: Context) => {
+    const route = (ctx: Context) => (spec.ownDeadline ? serve(ctx) : this.engine.run(() => serve(ctx)));
+    const serve = async (ctx: Context) => {
       const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolve(ctx.get('authorization'));
       if (spec.access === 'admin') requireAdmin(caller);
       if (caller.kind === 'installation' && !spec.installation) throw new ApiError(403, 'forbidden', `an installation token may not call ${spec.method.toUpperCase()} ${spec.path}; it reads and configures its own installation only`);

@@ -51,6 +51,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
     {
       method: 'post',
       path: '/v1/events',
+      ownDeadline: true,
       summary: 'Ingest one platform event; 202 once the engine holds its fan-out',
       access: 'admin',
       body: { oneOf: Object.values(eventSchemas) },
@@ -74,6 +75,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
     {
       method: 'post',
       path: '/v1/events/batch',
+      ownDeadline: true,
       summary: `Ingest up to ${MAX_BATCH_EVENTS} events; one result per event, in order`,
       access: 'admin',
       body: batchSchema,

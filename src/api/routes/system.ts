@@ -51,8 +51,8 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl, installation
     return { status: 200, body: { status: 'ok', checks: Object.fromEntries(outcomes.map((o) => [o.name, o.message])) } };
   }
   const healthResponses = { 200: { description: 'Every dependency answers', schema: healthSchema }, 503: { description: 'Named in details: what does not answer' } };
-  routes.add({ method: 'get', path: '/readyz', summary: 'Ready when Temporal and the delivery log answer (each within 1.5 s)', access: 'anyone', responses: healthResponses }, readiness);
-  routes.add({ method: 'get', path: '/healthz', summary: 'Same as /readyz', access: 'anyone', responses: healthResponses }, readiness);
+  routes.add({ method: 'get', path: '/readyz', summary: 'Ready when Temporal and the delivery log answer (each within 1.5 s)', access: 'anyone', ownDeadline: true, responses: healthResponses }, readiness);
+  routes.add({ method: 'get', path: '/healthz', summary: 'Same as /readyz', access: 'anyone', ownDeadline: true, responses: healthResponses }, readiness);
   routes.add(
     { method: 'get', path: '/livez', summary: 'Alive: the process answers, whatever its dependencies do', access: 'anyone', responses: { 200: { description: 'Alive', schema: healthSchema } } },
     async () => ({ status: 200, body: { status: 'ok' } }),

@@ -1,0 +1,62 @@
+import type { Client } from '@temporalio/client';
+import { CallsInFlight, withCallsCounted } from '../temporal/calls-in-flight';
+import { unavailable } from './errors';
+
+/**
+ * How long a request waits on Temporal, its calls' retries included, before it is answered
+ * 503. A member's write or read is safe to send again, but nobody retries it for them, and
+ * on a busy machine an install (a workflow start and an update through a worker) took over
+ * 1.5 s: it waits. Ingest and the health checks bound their own waits (RouteSpec.ownDeadline).
+ */
+export const REQUEST_ENGINE_WAIT_MS = 10_000;
+/** A request that has waited on Temporal this long asks whether the engine is there at all... */
+const PROBE_AFTER_MS = 500;
+/** ...and the frontend, which answers this call at once whenever it is up, gets this long. */
+const PROBE_MS = 1000;
+
+/**
+ * Runs a request under REQUEST_ENGINE_WAIT_MS, telling a busy engine from a hung one: once
+ * the request has had a Temporal call in flight for PROBE_AFTER_MS, the frontend is asked a
+ * cheap question (one question shared by every request waiting meanwhile). Silent past
+ * PROBE_MS, the request is answered 503 then, within 1.5 s, as a stopped server's (whose
+ * connections are refused) is. Time spent elsewhere (integration code, the delivery log)
+ * never counts.
+ */
+export class EngineWait {
+  private probe?: Promise<boolean>;
+
+  constructor(private readonly client: Client) {}
+
+  async run<R>(fn: () => Promise<R>): Promise<R> {
+    const calls = new CallsInFlight();
+    const call = withCallsCounted(calls, () => this.client.withDeadline(Date.now() + REQUEST_ENGINE_WAIT_MS, fn));
+    let watch: NodeJS.Timeout | undefined;
+    const gone = new Promise<never>((_, reject) => {
+      let asking = false;
+      watch = setInterval(() => {
+        if (asking || calls.waitingSince === undefined || performance.now() - calls.waitingSince < PROBE_AFTER_MS) return;
+        asking = true;
+        void this.answers().then((up) => {
+          asking = false;
+          if (!up) reject(unavailable('Temporal did not answer in time; try again'));
+        });
+      }, PROBE_AFTER_MS / 2);
+    });
+    try {
+      return await Promise.race([call, gone]);
+    } finally {
+      clearInterval(watch);
+      // A request given up on ends by its deadline; how it fails then is nobody's concern.
+      call.catch(() => undefined);
+    }
+  }
+
+  /** Whether the frontend answers within PROBE_MS. */
+  private answers(): Promise<boolean> {
+    this.probe ??= this.client
+      .withDeadline(Date.now() + PROBE_MS, () => this.client.workflowService.getSystemInfo({}))
+      .then(() => true, () => false)
+      .finally(() => (this.probe = undefined));
+    return this.probe;
+  }
+}
