@@ -181,13 +181,14 @@ describe('listing and replaying deliveries', function () {
   it('hands a delivery recorded but never handed over (an ingest that answered 503, never retried) to its shard a minute on, once', async function () {
     const eventId = `evt_stranded_${randomBytes(4).toString('hex')}`;
     const stranded: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:${hook.id}`, eventId, installationId: hook.id, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url }] };
-    await platform.stores.log.recordEvents([stranded], Date.now() - 90_000);
+    const recordedAt = Date.now() - 90_000;
+    await platform.stores.log.recordEvents([stranded], recordedAt);
     // A sweep of its own, and the namespace's own (a minute apart): the shard attempts it once whoever hands it over.
     const handle = await platform.client.workflow.start(strandedDeliveriesWorkflow, { workflowId: `stranded-test-${eventId}`, taskQueue: platform.taskQueue });
     try {
       const delivery = await platform.finalDelivery(`${eventId}:${hook.id}`, tenant.token);
       assert.equal(delivery.status, 'delivered');
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await platform.untilShardsSettled(eventId, recordedAt);
       assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1);
     } finally {
       await handle.terminate();

@@ -200,21 +200,30 @@ describe('the delivery shard workflow', function () {
   });
 
   it('wakes on one timer while hand-overs trickle in, rather than starting a timer in each workflow task and cancelling it in the next', async function () {
-    const worker = await standIn(async (input) => delivered(input));
+    const HAND_OVERS = 8;
+    let batches = 0;
+    let handedOver = 0;
+    // Each batch ends once the next hand-over is in the workflow's history (the last at once), and each
+    // hand-over goes once the batch before it has started: every one meets the run between workflow tasks.
+    const worker = await standIn(async (input) => {
+      const batch = ++batches;
+      await waitFor(async () => (handedOver > batch || batch === HAND_OVERS ? true : undefined), 30_000, 'the next hand-over', 10);
+      return delivered(input);
+    });
     try {
       const input: ShardInput = { shard: 0, epochEndsAt: Date.now() + 1000 };
       const workflowId = `delivery-shard/trickle-${worker.taskQueue}`;
-      for (let i = 0; i < 8; i++) {
+      for (let i = 0; i < HAND_OVERS; i++) {
         await client.workflow.signalWithStart(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId, args: [input], signal: handOverSignal, signalArgs: [[{ id: `evt_${i}:ins_a`, installationId: 'ins_a' }]] });
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        handedOver = i + 1;
+        await waitFor(async () => (batches === i + 1 ? true : undefined), 30_000, `batch ${i + 1}`, 10);
       }
       const handle = client.workflow.getHandle(workflowId);
       await waitFor(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 10_000, 'the workflow to complete');
       const events = (await handle.fetchHistory()).events!;
       const count = (has: (event: (typeof events)[number]) => unknown) => events.filter(has).length;
-      // Hand-overs 100 ms apart mostly find no batch in flight: about a batch and two workflow tasks each.
-      assert.ok(count((event) => event.activityTaskCompletedEventAttributes) >= 4, 'batches');
-      assert.ok(count((event) => event.workflowTaskCompletedEventAttributes) >= 10, 'workflow tasks');
+      assert.equal(count((event) => event.activityTaskCompletedEventAttributes), HAND_OVERS, 'a batch for each hand-over');
+      assert.ok(count((event) => event.workflowTaskCompletedEventAttributes) >= HAND_OVERS, 'a workflow task at least for each batch');
       assert.equal(count((event) => event.timerStartedEventAttributes), 1, 'one timer: the end of the epoch and its grace');
       assert.equal(count((event) => event.timerCanceledEventAttributes), 0);
     } finally {

@@ -12,11 +12,13 @@ describe('a delivery to a receiver that answers 200', function () {
   let hook: { id: string; secret: string };
   let delivery: any;
   let ingest: any;
+  let ingestedAt = 0;
 
   before(async function () {
     await Promise.all([platform.start(), receiver.start()]);
     tenant = await platform.tenant();
     hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
+    ingestedAt = Date.now();
     ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: `evt_ok_${Date.now()}` }));
     delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
   });
@@ -76,7 +78,7 @@ describe('a delivery to a receiver that answers 200', function () {
     const again = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: ingest.body.eventId }));
     assert.equal(again.status, 202);
     assert.deepEqual(again.body, ingest.body);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await platform.untilShardsSettled(ingest.body.eventId, ingestedAt);
     assert.equal(receiver.requests.length, 1);
   });
 
@@ -93,7 +95,7 @@ describe('a delivery to a receiver that answers 200', function () {
     assert.equal(batch.status, 202);
     assert.equal(batch.body.results[0].error, 'conflict');
     assert.deepEqual(batch.body.results[1], ingest.body);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await platform.untilShardsSettled(ingest.body.eventId, ingestedAt);
     assert.equal(receiver.requests.length, 1);
   });
 

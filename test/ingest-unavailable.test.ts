@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-import { idsOfOneShard, WHOLE_RUN_EPOCH_MS } from './support/settings';
+import { idsOfOneShard, WHOLE_RUN_EPOCH_MS, wholeRunShardWorkflowId } from './support/settings';
+import { backlogQuery } from '../src/workflows/delivery-shard';
 import { postUntilAccepted, runWorkerOf } from './support/worker-outage';
 import { eventsIngested } from '../src/metrics';
 
@@ -63,7 +64,9 @@ describe('ingest while the engine does not answer', function () {
       const delivery = await platform.finalDelivery(accepted.body.deliveries[0], tenant.token);
       assert.equal(delivery.status, 'delivered');
       await waitFor(async () => (receiver.requests.length >= 3 ? true : undefined), 10_000, 'the deliveries');
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // The shard (of the whole run) holds nothing more: a second POST of any of them would have gone out before.
+      const shard = platform.client.workflow.getHandle(wholeRunShardWorkflowId(first));
+      await waitFor(async () => ((await shard.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'the shard to hold nothing');
       for (const { eventId } of [...early, event]) assert.equal(receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length, 1, eventId);
     } finally {
       await worker.stop();

@@ -50,8 +50,15 @@ describe('publishing integrations and their visibility', function () {
     });
 
     it('accepts the organization by subdomain as well as by id', async function () {
-      const answer = await publish(a.token, fixtureManifest(`sub-${suffix}`, a.org, 'private'));
-      assert.equal(answer.status, 201);
+      // An organization whose subdomain is not its id, so that only a lookup by subdomain finds it.
+      const org = await platform.admin('POST', '/v1/orgs', { id: `bysub-${suffix}`, subdomain: `docs-${suffix}`, title: 'By subdomain' });
+      assert.equal(org.status, 201, JSON.stringify(org.body));
+      const member = await platform.admin('POST', '/v1/users', { id: `bysub-user-${suffix}`, orgs: [`bysub-${suffix}`] });
+      const answer = await publish(member.body.token, fixtureManifest(`sub-${suffix}`, `docs-${suffix}`, 'private'));
+      assert.equal(answer.status, 201, JSON.stringify(answer.body));
+      const stored = await platform.http('GET', `/v1/integrations/sub-${suffix}`, { token: member.body.token });
+      assert.equal(stored.body.ownerOrg, `bysub-${suffix}`, "stored under the organization's id");
+      assert.equal((await publish(b.token, fixtureManifest(`sub2-${suffix}`, `docs-${suffix}`, 'private'))).status, 404, 'a subdomain of an organization the caller is not in');
     });
 
     it('keeps names unique across organizations: 409', async function () {

@@ -25,6 +25,8 @@ describe('receiver helpers', function () {
   describe('the example receiver behind a real delivery', function () {
     const platform = new TestPlatform(__filename);
     const handled: WebhookEvent[] = [];
+    /** Requests answered, each counted once what it would hand to onEvent (run after the answer, on setImmediate) has been. */
+    let settled = 0;
     let server: http.Server;
     let url = '';
     let tenant: { org: string; token: string };
@@ -37,7 +39,11 @@ describe('receiver helpers', function () {
       await platform.start();
       tenant = await platform.tenant();
       const receiver = createExampleReceiver({ secrets, onEvent: (event) => void handled.push(event) });
-      server = http.createServer(toNodeListener(receiver));
+      const listener = toNodeListener(receiver);
+      server = http.createServer((req, res) => {
+        res.on('finish', () => setImmediate(() => (settled += 1)));
+        listener(req, res);
+      });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
       hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, url, { space_content_updated: true });
@@ -58,7 +64,7 @@ describe('receiver helpers', function () {
       assert.equal(handled[0]!.eventId, ingest.body.eventId);
       const replay = await platform.http('POST', `/v1/deliveries/${delivery.id}/replay`, { token: tenant.token });
       assert.equal((await platform.finalDelivery(replay.body.id, tenant.token)).status, 'delivered');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitFor(async () => (settled >= 2 ? true : undefined), 5000, 'the replay to be settled by the receiver');
       assert.equal(handled.length, 1, 'a repeated eventId is not handled again');
     });
 

@@ -21,6 +21,7 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
   const deliveries: string[] = [];
   let tenant: { org: string; token: string };
   let finals: any[] = [];
+  /** Deliveries the log held pending once the killed worker was gone: what the crash cut off. */
   let inFlightAtKill = 0;
 
   before(async function () {
@@ -35,9 +36,10 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
       deliveries.push(...ingest.body.deliveries);
     }
     await waitFor(async () => (receiver.requests.length >= 4 ? true : undefined), 20_000, 'requests in flight');
-    inFlightAtKill = deliveries.length;
     worker.kill('SIGKILL');
     await new Promise((resolve) => worker.once('exit', resolve));
+    // Nothing else writes attempts: what is pending now was pending at the kill.
+    inFlightAtKill = (await Promise.all(deliveries.map((id) => platform.stores.log.get(id)))).filter((delivery) => delivery?.status === 'pending').length;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     worker = await startWorkerProcess(platform);
     try {
@@ -50,7 +52,7 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
 
   it('brings every delivery to a final state after a restart, losing none', function () {
     assert.equal(deliveries.length, 12);
-    assert.equal(inFlightAtKill, 12);
+    assert.ok(inFlightAtKill >= 1, 'the worker died with deliveries in flight');
     assert.deepEqual(finals.map((d) => d.status), Array(12).fill('delivered'));
   });
 

@@ -31,8 +31,7 @@ export async function mochaGlobalSetup(): Promise<void> {
     postgres = await startPostgres();
     process.env.TEST_POSTGRES_URL = postgres.url;
   } catch (err) {
-    // With CI=true a PostgreSQL test that cannot start fails; elsewhere it says why it skips.
-    if (process.env.CI === 'true') throw err;
+    // The rest of the suite still runs; every PostgreSQL test fails, saying why (testDatabaseUrl).
     process.env.TEST_POSTGRES_UNAVAILABLE = (err as Error).message;
   }
 }

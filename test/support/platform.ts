@@ -1,4 +1,6 @@
 import type { ShardLimits } from '../../src/ingest/shard-client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { EPOCH_MS, shardOf, shardWorkflowId } from '../../src/workflows/delivery-shard';
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { PlatformWorker } from '../../src/worker';
@@ -182,6 +184,27 @@ export class TestPlatform {
     if (answer.status !== 201) throw new Error(`install: ${answer.status} ${JSON.stringify(answer.body)}`);
     const secret = await this.http('GET', `/v1/installations/${answer.body.id}/signing-secret`, { token });
     return { id: answer.body.id as string, secret: secret.body.secret as string, installation: answer.body };
+  }
+
+  /**
+   * Until every shard workflow that deliveries of `eventId` could have been handed to since
+   * `since` (ms since 1970) has closed, or never started: what a hand-over to them would have
+   * sent (a duplicate, say) has been sent by then. The proof of a negative that does not sleep.
+   */
+  async untilShardsSettled(eventId: string, since: number, timeoutMs = 30_000): Promise<void> {
+    const epochMs = this.options.shardLimits?.epochMs ?? EPOCH_MS;
+    const shard = shardOf(eventId, DELIVERY_SHARDS);
+    for (let epoch = Math.floor(since / epochMs); epoch <= Math.floor(Date.now() / epochMs); epoch++) {
+      const handle = this.client.workflow.getHandle(shardWorkflowId(shard, epoch));
+      await waitFor(
+        () => handle.describe().then(
+          (run) => (run.status.name === 'RUNNING' ? undefined : true),
+          (err: unknown) => (err instanceof WorkflowNotFoundError ? true : Promise.reject(err)),
+        ),
+        timeoutMs,
+        `shard workflow ${shardWorkflowId(shard, epoch)} to close`,
+      );
+    }
   }
 
   /** Polls a delivery until it reaches a final state. */
