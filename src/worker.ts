@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection, Worker, type State, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { configFromEnv, requireSetting } from './config';
@@ -17,8 +18,9 @@ import { startTracing, type Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
 import { retryTaskQueue } from './workflows/delivery-shard';
 import { settleAll } from './settle-all';
+import { DIRECTORY_WORKFLOW_ID, directoryQuery } from './workflows/directory';
 
-export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'ingest'> {
+export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'directory' | 'ingest'> {
   address: string;
   namespace: string;
   taskQueue: string;
@@ -66,7 +68,7 @@ const INTERRUPTED_END_MS = 2000;
  */
 export async function createWorker(options: WorkerOptions): Promise<PlatformWorker> {
   const connection = await NativeConnection.connect({ address: options.address });
-  const activities = createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) });
+  const activities = createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, directory: options.stores.directory, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) });
   const shared = {
     connection,
     namespace: options.namespace,
@@ -98,18 +100,40 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     }),
   ];
   const [main] = workers as [Worker, Worker];
+  const stopped = new AbortController();
   const shutdown = () => {
+    stopped.abort();
     for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
   };
   return {
     async run() {
       // One failing stops the other (a process serves both queues or neither), and both
       // drain before this ends, so that nothing they hold is closed under them.
-      await settleAll(workers.map((worker) => worker.run().catch((err: unknown) => (shutdown(), Promise.reject(err)))));
+      const running = workers.map((worker) => worker.run().catch((err: unknown) => (shutdown(), Promise.reject(err))));
+      await settleAll([...running, fillDirectoryReadModel(options, stopped.signal)]);
     },
     shutdown,
     getState: () => main.getState(),
   };
+}
+
+/**
+ * A directory from before its read model (migration 0005) fills it once from its workflow,
+ * which this worker answers; from then on each creation writes its own entry. Tried again
+ * every 2 s until it is filled or the worker stops.
+ */
+async function fillDirectoryReadModel({ client, stores, logger }: Pick<WorkerOptions, 'client' | 'stores' | 'logger'>, stopped: AbortSignal): Promise<void> {
+  while (!stopped.aborted && (await stores.directory.lacksEntries())) {
+    try {
+      const { orgs, users } = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(directoryQuery);
+      await stores.directory.save({ orgs: Object.values(orgs), users: Object.values(users) });
+      return;
+    } catch (err) {
+      // No directory yet (the API starts it), or no answer yet: the next round tries again.
+      logger.debug({ err: (err as Error).message }, 'directory read model not filled yet');
+      await sleep(2000, undefined, { signal: stopped }).catch(() => undefined);
+    }
+  }
 }
 
 /** `node dist/src/worker.js`: the worker alone, configured from the environment (docker-compose). */

@@ -233,6 +233,8 @@ describe('installations of the webhook integration', function () {
     const state = newInstallationState({ id, integration: 'webhook', target: { org: tenant.org, space: 'sp-can' }, signingSecret: newSigningSecret() }, new Date().toISOString());
     const handle = await platform.client.workflow.start(installationWorkflow, { workflowId: installationWorkflowId(id), taskQueue: platform.taskQueue, args: [state, 3] });
     const firstRun = handle.firstExecutionRunId;
+    // Started here rather than by the API, it is readable once its first change is in the read model.
+    await waitFor(async () => ((await call('GET', `/v1/installations/${id}`)).status === 200 ? true : undefined), 10_000, 'the read model');
     for (const [key, value] of [['webhook_url', receiver.url], ['space_content_updated', true], ['space_content_updated', false], ['space_content_updated', true]] as const) {
       const answer = await call('PATCH', `/v1/installations/${id}/configuration`, { [key]: value });
       assert.equal(answer.status, 200, JSON.stringify(answer.body));

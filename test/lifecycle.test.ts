@@ -73,6 +73,9 @@ describe('failing fast and honestly when Temporal is away', function () {
   /** An organization the API has seen, with a webhook to the receiver: its events go as far as the hand-over. */
   const org = `org-${randomBytes(3).toString('hex')}`;
   let port = 0;
+  /** Its member's token and webhook installation. */
+  let member = '';
+  let hookId = '';
 
   before(async function () {
     port = await freePort();
@@ -88,6 +91,8 @@ describe('failing fast and honestly when Temporal is away', function () {
     const { body: user } = await answer(base, 'POST', '/v1/users', adminToken, { id: `${org}-u`, orgs: [org] });
     const hook = await answer(base, 'POST', '/v1/integrations/webhook/installations', user.token, { target: { org, space: 's' }, configuration: { webhook_url: receiver.url, space_content_updated: true } });
     assert.equal(hook.body.status, 'active', JSON.stringify(hook.body));
+    member = user.token;
+    hookId = hook.body.id;
   });
   after(async () => {
     api?.kill('SIGKILL');
@@ -100,7 +105,8 @@ describe('failing fast and honestly when Temporal is away', function () {
 
   /** What a hung or a stopped server looks like from the API: 503 with Retry-After within 2 s, naming Temporal. */
   async function assertUnavailable(): Promise<void> {
-    const event = await answer(base, 'POST', '/v1/events', adminToken, { type: 'space_content_updated', organizationId: 'org-x', spaceId: 's', revisionId: 'r' });
+    // An event with a delivery: its hand-over needs the engine (the organization is known from the read model).
+    const event = await answer(base, 'POST', '/v1/events', adminToken, eventOf(`evt_away_${randomBytes(4).toString('hex')}`));
     const create = await answer(base, 'POST', '/v1/orgs', adminToken, { id: `org-${randomBytes(3).toString('hex')}`, subdomain: `o-${randomBytes(3).toString('hex')}`, title: 'X' });
     const health = await answer(base, 'GET', '/healthz');
     for (const [what, seen] of Object.entries({ event, create, health })) {
@@ -112,6 +118,20 @@ describe('failing fast and honestly when Temporal is away', function () {
     assert.match(health.body.message, /temporal is not reachable/);
     assert.equal((await answer(base, 'GET', '/livez')).status, 200);
   }
+
+  it('a hung server: what the delivery log holds is still served to members (their tokens, installations, secrets, deliveries); a name no manifest could give is 404 at once', async function () {
+    process.kill(server.pid!, 'SIGSTOP');
+    try {
+      for (const path of [`/v1/installations/${hookId}`, `/v1/installations/${hookId}/signing-secret`, `/v1/installations?org=${org}`, `/v1/deliveries?installation=${hookId}`]) {
+        const seen = await answer(base, 'GET', path, member);
+        assert.equal(seen.status, 200, `${path}: ${JSON.stringify(seen.body)}`);
+      }
+      assert.equal((await answer(base, 'GET', '/v1/installations', 'ptk_not-a-token')).status, 401);
+      for (const name of ['x'.repeat(8000), 'Not_A_Name']) assert.equal((await answer(base, 'GET', `/v1/integrations/${name}`, member)).status, 404);
+    } finally {
+      process.kill(server.pid!, 'SIGCONT');
+    }
+  });
 
   it('a hung server (SIGSTOP): 503 within 2 s everywhere, and back by itself once it answers again', async function () {
     process.kill(server.pid!, 'SIGSTOP');

@@ -1,6 +1,7 @@
 import type { InstallationProjection, NewEvent, PageCursor } from '../delivery-log/types';
 import { deliveryId } from '../ids';
 import type { IngestService } from '../ingest/ingest-service';
+import type { DirectoryIndex } from '../delivery-log/directory-index';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
 
 /** What installation workflows hand to dispatchInstallationEvents. */
@@ -24,6 +25,7 @@ const STRANDED_PER_SWEEP = 1000;
 const OVERDUE_RETRY_AFTER_MS = 15 * 60_000;
 
 export interface ActivityDependencies extends AttemptBatchDependencies {
+  directory: DirectoryIndex;
   /** Records the platform's own events (installation_setup) and hands them to the delivery shards. */
   ingest: IngestService;
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
@@ -38,6 +40,11 @@ export function createActivities(deps: ActivityDependencies) {
     /** Deliveries the platform could not attempt end failed, with the reason, and stay replayable. */
     async failDeliveries(ids: string[], reason: string): Promise<void> {
       await deps.log.recordOutcomes(ids.map((id) => ({ id, status: 'failed' as const, reason })), { workflowId: '', runId: '' });
+    },
+
+    /** The directory's read model, written before a creation answers. */
+    async saveDirectory(entries: Parameters<DirectoryIndex['save']>[0]): Promise<void> {
+      await deps.directory.save(entries);
     },
 
     /** An installation's read model, written before its change answers. */

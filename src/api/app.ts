@@ -24,7 +24,7 @@ import { listenOn } from '../net/listen';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
-  const routes = new RouteTable(new Authenticator(deps.client, deps.adminToken, deps.installationTokens, deps.installations), new EngineWait(deps.client));
+  const routes = new RouteTable(new Authenticator(deps.directory, deps.adminToken, deps.installationTokens, deps.installations), new EngineWait(deps.client));
   for (const mount of [systemRoutes, tenancyRoutes, integrationRoutes, installationRoutes, runtimeRoutes, oauthRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
 
   const app = new Koa({ proxy: false });

@@ -1,7 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import { ApiError, notFound } from './errors';
-import { DIRECTORY_WORKFLOW_ID, principalQuery, type Principal } from '../workflows/directory';
+import type { DirectoryIndex, Principal } from '../delivery-log/directory-index';
 import { TtlCache } from '../ttl-cache';
 import type { InstallationIndex } from '../delivery-log/installation-index';
 import type { InstallationTokens } from '../integrations/installation-tokens';
@@ -27,23 +26,24 @@ export function sameSecret(a: string, b: string): boolean {
 
 /**
  * Resolves bearer tokens: the admin token by constant-time comparison, user tokens by their
- * hash in the directory workflow. Lookups are cached briefly so that a request costs no
- * Temporal round trip; two API processes agree within that TTL.
+ * hash in the directory's read model (so authentication works while Temporal is away).
+ * Lookups are cached briefly so that a request costs no query; two API processes agree
+ * within that TTL.
  */
 export class Authenticator {
-  private readonly principals: TtlCache<string, Principal | null>;
+  private readonly principals: TtlCache<string, Principal | undefined>;
   /** Hashed once: every request compares its token with it. */
   private readonly adminDigest: Buffer;
 
   constructor(
-    client: Client,
+    directory: DirectoryIndex,
     adminToken: string,
     private readonly installationTokens: InstallationTokens,
     private readonly installations: InstallationIndex,
     ttlMs = 5_000,
   ) {
     this.adminDigest = digestOf(adminToken);
-    this.principals = new TtlCache(ttlMs, (hash) => client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(principalQuery, hash));
+    this.principals = new TtlCache(ttlMs, (hash) => directory.principal(hash));
   }
 
   async resolve(authorization: string | undefined): Promise<Caller> {

@@ -4,6 +4,7 @@ import { EncryptionCodec } from '../temporal/codec';
 import type { DestinationGuard } from '../net/destination-guard';
 import type { DeliveryLogStores } from '../delivery-log';
 import type { InstallationIndex } from '../delivery-log/installation-index';
+import type { DirectoryIndex } from '../delivery-log/directory-index';
 import { IngestService } from '../ingest/ingest-service';
 import { ShardClient, type ShardLimits } from '../ingest/shard-client';
 import { DeliveryService } from './delivery-service';
@@ -42,6 +43,7 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
   codec: EncryptionCodec;
   installationTokens: InstallationTokens;
   installations: InstallationIndex;
+  directory: DirectoryIndex;
   ingest: IngestService;
   deliveries: DeliveryService;
   organizations: KnownOrganizations;
@@ -56,9 +58,10 @@ export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKe
     codec: new EncryptionCodec(encryptionKey),
     installationTokens: new InstallationTokens(encryptionKey),
     installations: stores.installations,
+    directory: stores.directory,
     ingest,
     deliveries: new DeliveryService(stores.log, ingest, new PageTokens(settings.adminToken), settings.logger),
-    organizations: new KnownOrganizations(settings.client),
+    organizations: new KnownOrganizations(stores.directory),
     oauthStates: new OAuthStates(encryptionKey, stores.log.db),
   };
 }

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/common';
 import { INSTALLATION_ID } from '../ids';
-import { OAUTH_CREDENTIALS, type Configuration } from '../integrations/configuration';
+import { maskCredentials, OAUTH_CREDENTIALS, type Configuration } from '../integrations/configuration';
 import { publicEndpoint } from '../integrations/environment';
 import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
 import { newInstallationId } from '../ids';
 import { assertWebhookDestination } from '../webhooks/url-guard';
-import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../workflows/directory';
-import { configureUpdate, deleteUpdate, installationQuery, installationWorkflow, installationWorkflowId, newInstallationState, type InstallationView } from '../workflows/installation';
+import { configureUpdate, deleteUpdate, installationWorkflow, installationWorkflowId, newInstallationState, type InstallationView } from '../workflows/installation';
+import type { SigningSecret } from '../delivery-log/types';
 import { isMember, requireMember, type Caller } from './auth';
 import type { ApiDeps } from './deps';
 import { badRequest, notFound } from './errors';
@@ -16,7 +15,7 @@ import { IntegrationCatalog } from './integration-catalog';
 export const newSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
 /** Installations as the API serves them: entity workflows, their read model, who may see what. */
-export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' | 'baseUrl' | 'webhookGuard' | 'installations'>) {
+export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' | 'baseUrl' | 'webhookGuard' | 'installations' | 'directory'>) {
   const { client } = deps;
   const catalog = new IntegrationCatalog(client);
   const handle = (id: string) => client.workflow.getHandle(installationWorkflowId(id));
@@ -25,16 +24,29 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     urls: { publicEndpoint: publicEndpoint(deps.baseUrl, installation.integration, installation.id) },
   });
 
-  /** The installation if the caller may see it; 404 for missing, deleted and foreign alike. */
-  async function load(caller: Caller, id: string): Promise<InstallationView> {
-    if (!INSTALLATION_ID.test(id)) throw notFound('installation');
-    const installation = await handle(id)
-      .query(installationQuery)
-      .catch((err) => Promise.reject(err instanceof WorkflowNotFoundError ? notFound('installation') : err));
-    if (installation.status === 'deleted') throw notFound('installation');
+  /**
+   * The installation if the caller may see it, from the read model (its workflow writes it
+   * before a change answers: no history is replayed to read it); 404 for missing, deleted
+   * and foreign alike. With its signing secrets, which only their own route shows.
+   */
+  async function loadStored(caller: Caller, id: string): Promise<InstallationView & { signingSecrets: SigningSecret[] }> {
+    const stored = INSTALLATION_ID.test(id) ? await deps.installations.get(id) : undefined;
+    if (!stored || stored.status === 'deleted') throw notFound('installation');
     // An installation token sees its own installation, and nothing else exists for it.
-    if (caller.kind === 'installation' ? caller.installationId !== installation.id : !isMember(caller, installation.target.org)) throw notFound('installation');
+    if (caller.kind === 'installation' ? caller.installationId !== stored.id : !isMember(caller, stored.target.org)) throw notFound('installation');
+    const { id: _id, integration, version, target, status, configuration, createdAt, updatedAt, signingSecrets } = stored;
+    return { id, integration, ...(version !== undefined && { version }), target, status, configuration: maskCredentials(configuration), createdAt, updatedAt, signingSecrets };
+  }
+
+  /** The installation as the API shows it, if the caller may see it (see loadStored). */
+  async function load(caller: Caller, id: string): Promise<InstallationView> {
+    const { signingSecrets: _secrets, ...installation } = await loadStored(caller, id);
     return installation;
+  }
+
+  /** The current signing secret, if the caller may see the installation. */
+  async function signingSecret(caller: Caller, id: string): Promise<SigningSecret> {
+    return (await loadStored(caller, id)).signingSecrets[0]!;
   }
 
   /**
@@ -67,7 +79,7 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
   async function install(caller: Caller, name: string, request: { target: Target; configuration?: Configuration; installLink?: string }): Promise<InstallationView> {
     if (request.target.space && request.target.site) throw badRequest('target names a space or a site, not both', [{ field: 'target', message: 'has both space and site' }]);
     // The organization by id or subdomain, as in manifests; stored by id.
-    const org = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, request.target.org);
+    const org = await deps.directory.organization(request.target.org);
     if (!org) throw notFound('organization');
     requireMember(caller, org.id, 'organization');
     const target = { ...request.target, org: org.id };
@@ -99,5 +111,5 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     });
   }
 
-  return { handle, withUrls, load, checkWebhookConfiguration, refuseHandSetCredentials, list, install };
+  return { handle, withUrls, load, signingSecret, checkWebhookConfiguration, refuseHandSetCredentials, list, install };
 }

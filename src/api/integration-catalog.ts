@@ -5,6 +5,7 @@ import { WEBHOOK_INTEGRATION, webhookConfigurations, type Target } from '../inte
 import { integrationQuery, integrationWorkflowId, REGISTRY_WORKFLOW_ID, registryQuery, type IntegrationListing, type IntegrationState, type IntegrationSummary } from '../workflows/integration';
 import { isMember, sameSecret, type Caller } from './auth';
 import { notFound } from './errors';
+import { isIntegrationName } from '../ids';
 
 /** The built-in webhook integration: public, owned by the platform, present from the start (DESIGN.md §3). */
 export const webhookIntegration: IntegrationSummary = {
@@ -28,7 +29,9 @@ export const newInstallLinkToken = (): string => `inl_${randomBytes(18).toString
 export class IntegrationCatalog {
   constructor(private readonly client: Client) {}
 
+  /** The integration's state; none for a name no manifest could give, without asking Temporal. */
   async state(name: string): Promise<IntegrationState | undefined> {
+    if (!isIntegrationName(name)) return undefined;
     if (name === WEBHOOK_INTEGRATION) return { name, ownerOrg: webhookIntegration.ownerOrg, installLinkToken: '', summary: webhookIntegration };
     return this.client.workflow
       .getHandle(integrationWorkflowId(name))

@@ -4,7 +4,7 @@ import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import { MAX_SCRIPT_BYTES } from '../manifest/types';
 import { validateManifest } from '../manifest/validate';
 import { publishes } from '../metrics';
-import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../workflows/directory';
+import type { DirectoryIndex } from '../delivery-log/directory-index';
 import { commitVersionUpdate, integrationVersionWorkflow, integrationVersionWorkflowId, integrationWorkflow, integrationWorkflowId, reserveVersionUpdate } from '../workflows/integration';
 import { requireMember, type Caller } from './auth';
 import { ApiError, badRequest, conflict, notFound } from './errors';
@@ -27,6 +27,7 @@ export class PublishService {
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
+    private readonly directory: DirectoryIndex,
   ) {}
 
   async publish(caller: Caller, body: PublishBody): Promise<{ name: string; version: number }> {
@@ -55,7 +56,7 @@ export class PublishService {
     const details = [...errors.map(({ path, ...rest }) => ({ field: path, ...rest })), ...(inspection.ok ? [] : [{ field: 'script', message: inspection.error }])];
     if (!manifest || !inspection.ok || details.length) throw badRequest(`the integration has ${details.length} error(s): ${details.map((d) => ('line' in d ? `${d.line}:${d.column} ${d.field} ${d.message}` : `${d.field}: ${d.message}`)).join('; ')}`, details);
 
-    const org = await this.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, manifest.organization);
+    const org = await this.directory.organization(manifest.organization);
     if (!org) throw notFound('organization');
     requireMember(caller, org.id, 'organization');
     const secrets = body.secrets ?? {};

@@ -2,6 +2,7 @@ import { Encryption } from '../encryption';
 import { openLogDatabase } from './database';
 import { DeliveryLog } from './delivery-log';
 import { InstallationIndex } from './installation-index';
+import { DirectoryIndex } from './directory-index';
 import { trackPendingRetries } from '../metrics';
 import type { Logger } from '../logger';
 
@@ -19,10 +20,11 @@ export interface DeliveryLogOptions {
 export interface DeliveryLogStores {
   log: DeliveryLog;
   installations: InstallationIndex;
+  directory: DirectoryIndex;
   close(): Promise<void>;
 }
 
-/** The delivery log and the installations' read model, on one database, migrated. */
+/** The delivery log and the read models (installations, the directory), on one database, migrated. */
 export async function openDeliveryLog(options: DeliveryLogOptions): Promise<DeliveryLogStores> {
   const database = await openLogDatabase(options.url, options.logger);
   const encryption = new Encryption(options.encryptionKey);
@@ -33,6 +35,7 @@ export async function openDeliveryLog(options: DeliveryLogOptions): Promise<Deli
   return {
     log,
     installations: new InstallationIndex(database.db, encryption),
+    directory: new DirectoryIndex(database.db),
     close: () => database.close(),
   };
 }

@@ -77,6 +77,13 @@ export class InstallationIndex {
     return rows.map((row) => ({ ...summaryOf(row), configuration: maskCredentials(JSON.parse(this.encryption.open(row.configuration)) as Record<string, unknown>) }));
   }
 
+  /** One installation as stored (deleted ones too: their status says so), with when it last changed. */
+  async get(id: string): Promise<(InstallationTarget & { updatedAt: string }) | undefined> {
+    const [row] = await this.db.selectFrom('installations').select('updated_at').where('id', '=', id).execute();
+    const target = row && (await this.targets([id])).get(id);
+    return target && { ...target, updatedAt: new Date(Number(row.updated_at)).toISOString() };
+  }
+
   async targets(ids: string[]): Promise<Map<string, InstallationTarget>> {
     if (ids.length === 0) return new Map();
     const rows = await this.db.selectFrom('installations').selectAll().where('id', 'in', ids).execute();

@@ -125,6 +125,29 @@ const migrations: Record<string, Migration> = {
       await quarantineCrossTenantDeliveries(db);
     },
   },
+  '0005-directory': {
+    // Organizations and users, read by every request's authentication without asking Temporal.
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('organizations')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('subdomain', 'text', (c) => c.notNull())
+        .addColumn('title', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('organizations_subdomain').ifNotExists().unique().on('organizations').column('subdomain').execute();
+      await db.schema
+        .createTable('users')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('token_hash', 'text', (c) => c.notNull())
+        .addColumn('orgs', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('users_token_hash').ifNotExists().unique().on('users').column('token_hash').execute();
+    },
+  },
 };
 
 /**

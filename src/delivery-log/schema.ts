@@ -91,6 +91,23 @@ export interface QuarantinedDeliveriesTable {
   quarantined_at: number;
 }
 
+/** The directory's read model: its workflow writes each organization before the creation answers. */
+export interface OrganizationsTable {
+  id: string;
+  subdomain: string;
+  title: string;
+  created_at: number;
+}
+
+/** The directory's read model of users: who a bearer token is (by its hash), and their organizations. */
+export interface UsersTable {
+  id: string;
+  token_hash: string;
+  /** JSON array of organization ids. */
+  orgs: string;
+  created_at: number;
+}
+
 export interface Schema {
   events: EventsTable;
   deliveries: DeliveriesTable;
@@ -98,4 +115,6 @@ export interface Schema {
   attempts: AttemptsTable;
   installations: InstallationsTable;
   oauth_states: OAuthStatesTable;
+  organizations: OrganizationsTable;
+  users: UsersTable;
 }

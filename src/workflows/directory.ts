@@ -1,62 +1,53 @@
 import * as wf from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { DirectoryUser, Organization } from '../delivery-log/directory-index';
 import { HistoryBudget } from './continue-as-new';
 import { conflict, invalid } from './errors';
 
-export interface Org {
-  id: string;
-  subdomain: string;
-  title: string;
-  createdAt: string;
-}
-
-export interface User {
-  id: string;
-  orgs: string[];
-  tokenHash: string;
-  createdAt: string;
-}
-
-export interface Principal {
-  userId: string;
-  orgs: string[];
-}
-
 export interface DirectoryState {
-  orgs: Record<string, Org>;
-  users: Record<string, User>;
+  orgs: Record<string, Organization>;
+  users: Record<string, DirectoryUser>;
 }
 
 export const DIRECTORY_WORKFLOW_ID = 'directory';
 
-export const createOrgUpdate = wf.defineUpdate<Org, [Omit<Org, 'createdAt'>]>('createOrg');
-export const createUserUpdate = wf.defineUpdate<Omit<User, 'tokenHash'>, [Omit<User, 'createdAt'>]>('createUser');
-/** Token hash -> the user and its organizations, or null. */
-export const principalQuery = wf.defineQuery<Principal | null, [string]>('principal');
-/** By id or subdomain. */
-export const orgQuery = wf.defineQuery<Org | null, [string]>('org');
+export const createOrgUpdate = wf.defineUpdate<Organization, [Omit<Organization, 'createdAt'>]>('createOrg');
+export const createUserUpdate = wf.defineUpdate<Omit<DirectoryUser, 'tokenHash'>, [Omit<DirectoryUser, 'createdAt'>]>('createUser');
+/** Every organization and user: what fills the read model of a directory from before it. */
+export const directoryQuery = wf.defineQuery<DirectoryState>('directory');
+
+/** The read model's write: short, local, retried until the database takes it. */
+const { saveDirectory } = wf.proxyLocalActivities<ReturnType<typeof createActivities>>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+});
 
 const ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
-/** Organizations and users: few writes, read on every request through a cache in the API. */
+/**
+ * Organizations and users: few writes. Each creation is written to the read model (the
+ * log's database) before it answers, where every request's authentication reads it;
+ * the workflow keeps the state its validators need. Creations handled before the read
+ * model replay as they ran (no write).
+ */
 export async function directoryWorkflow(state: DirectoryState = { orgs: {}, users: {} }, historyLimit = 1000): Promise<void> {
   const budget = new HistoryBudget(historyLimit);
-  const byToken = new Map(Object.values(state.users).map((user) => [user.tokenHash, user]));
   const has = (map: Record<string, unknown>, key: string) => Object.prototype.hasOwnProperty.call(map, key);
   const findOrg = (key: string) => (has(state.orgs, key) ? state.orgs[key]! : (Object.values(state.orgs).find((org) => org.subdomain === key) ?? null));
+  const recorded = async (entries: Parameters<typeof saveDirectory>[0]) => {
+    if (wf.patched('directory-read-model')) await saveDirectory(entries);
+  };
 
-  wf.setHandler(principalQuery, (tokenHash) => {
-    const user = byToken.get(tokenHash);
-    return user ? { userId: user.id, orgs: user.orgs } : null;
-  });
-  wf.setHandler(orgQuery, findOrg);
+  wf.setHandler(directoryQuery, () => state);
 
   wf.setHandler(
     createOrgUpdate,
-    ({ id, subdomain, title }) => {
+    async ({ id, subdomain, title }) => {
       const org = { id, subdomain, title, createdAt: new Date().toISOString() };
       state.orgs[id] = org;
       budget.spend();
+      await recorded({ orgs: [org] });
       return org;
     },
     {
@@ -73,11 +64,11 @@ export async function directoryWorkflow(state: DirectoryState = { orgs: {}, user
 
   wf.setHandler(
     createUserUpdate,
-    ({ id, orgs, tokenHash }) => {
+    async ({ id, orgs, tokenHash }) => {
       const user = { id, orgs: [...new Set(orgs)], tokenHash, createdAt: new Date().toISOString() };
       state.users[id] = user;
-      byToken.set(tokenHash, user);
       budget.spend();
+      await recorded({ users: [user] });
       return { id: user.id, orgs: user.orgs, createdAt: user.createdAt };
     },
     {

@@ -1,5 +1,5 @@
 import { createLogger } from '../../src/logger';
-import { DIRECTORY_WORKFLOW_ID, orgQuery } from '../../src/workflows/directory';
+import { DIRECTORY_WORKFLOW_ID, directoryQuery } from '../../src/workflows/directory';
 import { waitFor, type HttpAnswer, type TestPlatform } from './platform';
 import { createTestWorker } from './worker';
 
@@ -25,7 +25,7 @@ export async function runWorkerOf(platform: TestPlatform): Promise<{ stop(): Pro
  * query (safe to repeat, unlike a creation) warms it.
  */
 export async function untilWorkerAnswers(platform: TestPlatform): Promise<void> {
-  await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(orgQuery, 'none').then(() => true, () => undefined), 30_000, 'the worker to answer');
+  await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(directoryQuery).then(() => true, () => undefined), 30_000, 'the worker to answer');
 }
 
 /** Posts an event again after each refusal, as a client honouring Retry-After does, until it is accepted. */

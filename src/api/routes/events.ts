@@ -28,12 +28,9 @@ function parseEvent(body: unknown, path = ''): IngestedEvent {
 const batchSchema = { type: 'object', required: ['events'], additionalProperties: false, properties: { events: { type: 'array', minItems: 1, maxItems: MAX_BATCH_EVENTS } } };
 
 export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDeps): void {
-  /**
-   * An event of an unknown organization is refused (404), not silently fanned out to nobody.
-   * Whatever it waits for, it answers by the request's deadline (503 past it).
-   */
-  async function checkOrganization(event: IngestedEvent, deadline: number, path = ''): Promise<void> {
-    if (!(await organizations.exists(event.organizationId, deadline).catch((err) => Promise.reject(fromEngine(err))))) {
+  /** An event of an unknown organization is refused (404), not silently fanned out to nobody. */
+  async function checkOrganization(event: IngestedEvent, path = ''): Promise<void> {
+    if (!(await organizations.exists(event.organizationId).catch((err) => Promise.reject(fromEngine(err))))) {
       throw notFound(`organization ${event.organizationId}`, [{ field: fieldAt(path, 'organizationId'), message: 'is not a known organization' }]);
     }
   }
@@ -66,7 +63,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
     },
     async ({ body: event }) => {
       const deadline = Date.now() + INGEST_DEADLINE_MS;
-      await checkOrganization(event, deadline);
+      await checkOrganization(event);
       return { status: 202, body: await submit(event, deadline) };
     },
   );
@@ -100,7 +97,7 @@ export function eventRoutes(routes: RouteTable, { ingest, organizations }: ApiDe
             const event = parseEvent(raw, path);
             const earlier = event.eventId === undefined ? undefined : turns.get(event.eventId);
             if (event.eventId !== undefined) turns.set(event.eventId, new Promise<void>((resolve) => (gone = resolve)));
-            await checkOrganization(event, deadline, path);
+            await checkOrganization(event, path);
             await earlier;
             // submit queues the event before it awaits anything: the next of its eventId may go.
             const answer = submit(event, deadline, path);

@@ -1,6 +1,6 @@
 import type { Configuration } from '../../integrations/configuration';
 import { WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
-import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, signingSecretQuery } from '../../workflows/installation';
+import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate } from '../../workflows/installation';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
 import { installationService, newSigningSecret } from '../installation-service';
@@ -113,8 +113,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
   routes.add(
     { method: 'get', path: '/v1/installations/:id/signing-secret', summary: 'Read the signing secret', access: 'member', responses: { 200: { description: 'The current secret', schema: secretSchema } } },
     async ({ caller, params }) => {
-      await api.load(caller, params.id!);
-      const { secret, createdAt } = await api.handle(params.id!).query(signingSecretQuery);
+      const { secret, createdAt } = await api.signingSecret(caller, params.id!);
       return { status: 200, body: { secret, createdAt } };
     },
   );

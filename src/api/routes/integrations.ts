@@ -23,7 +23,7 @@ const summarySchema = { type: 'object', required: ['name', 'visibility', 'latest
 
 export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
   const catalog = new IntegrationCatalog(deps.client);
-  const publisher = new PublishService(deps.client, deps.taskQueue);
+  const publisher = new PublishService(deps.client, deps.taskQueue, deps.directory);
 
   routes.add<PublishBody>(
     {

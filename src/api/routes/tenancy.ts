@@ -1,4 +1,5 @@
-import { DIRECTORY_WORKFLOW_ID, createOrgUpdate, createUserUpdate, type Org } from '../../workflows/directory';
+import { DIRECTORY_WORKFLOW_ID, createOrgUpdate, createUserUpdate } from '../../workflows/directory';
+import type { Organization } from '../../delivery-log/directory-index';
 import { hashToken, newUserToken } from '../auth';
 import type { ApiDeps } from '../deps';
 import type { RouteTable } from '../route-table';
@@ -8,7 +9,7 @@ import { orgSchema, userSchema } from '../schemas';
 export function tenancyRoutes(routes: RouteTable, { client, organizations }: ApiDeps): void {
   const directory = () => client.workflow.getHandle(DIRECTORY_WORKFLOW_ID);
 
-  routes.add<Omit<Org, 'createdAt'>>(
+  routes.add<Omit<Organization, 'createdAt'>>(
     {
       method: 'post',
       path: '/v1/orgs',
