@@ -5,7 +5,7 @@ import { loadOrCreateSecrets } from './data-dir';
 import { createLogger } from './logger';
 import { findOrBuildTemporalCli } from './temporal/cli-binary';
 import { connectClient } from './temporal/client';
-import { startDevServer, type DevServer } from './temporal/dev-server';
+import { SupervisedDevServer } from './temporal/supervised-dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
 import { openDeliveryLog } from './delivery-log';
@@ -36,17 +36,17 @@ async function main(heed: Heed): Promise<void> {
   const platformPorts = platformPortsOf(config);
   await assertEgressAllowList(config.egressAllow, platformPorts);
 
-  let devServer: DevServer | undefined;
+  let devServer: SupervisedDevServer | undefined;
   if (embedded) {
     const cliPath = await findOrBuildTemporalCli(config.toolEnv);
-    devServer = await started.add('the Temporal dev server', await startDevServer({
+    devServer = await started.add('the Temporal dev server', await SupervisedDevServer.start({
       cliPath,
       namespace: config.temporalNamespace,
       dbFile: path.join(config.dataDir, 'temporal.db'),
       port: config.devServerPort,
       ui: { port: config.devServerUiPort, codecEndpoint: `${config.baseUrl}/codec` },
       onLog: (line) => logger.debug({ component: 'temporal' }, line),
-    }), (server) => server.stop());
+    }, logger), (server) => server.stop());
   }
   // Flushed after everything else has stopped, but before the dev server (which may take its whole 10 s).
   await started.add('tracing', tracing, (provider) => provider?.shutdown());
@@ -79,6 +79,7 @@ async function main(heed: Heed): Promise<void> {
       logger,
       codecTrustsLoopback: true,
       codecCorsOrigins: [...config.codecCorsOrigins, ...uiOrigins],
+      liveness: devServer?.liveness,
     },
     config.port,
   ), (listening) => listening.close());

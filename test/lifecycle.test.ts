@@ -3,63 +3,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generateEncryptionKey } from '../src/encryption';
 import { childrenOf, isAlive, processTrees } from '../src/net/procfs';
 import { freePort, startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { waitFor } from './support/platform';
+import { answer, comm, DIST, embedded, healthy } from './support/embedded';
 import { ScriptedReceiver } from './support/receiver';
 import { testDatabaseUrl } from './support/settings';
-
-const DIST = path.join(__dirname, '..');
-const comm = (pid: number) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-
-async function answer(base: string, method: string, route: string, token?: string, body?: unknown) {
-  const started = Date.now();
-  const response = await fetch(`${base}${route}`, { method, headers: { ...(token && { authorization: `Bearer ${token}` }), 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after'), ms: Date.now() - started };
-}
-
-const healthy = (base: string, timeoutMs = 60_000) => waitFor(async () => ((await fetch(`${base}/healthz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), timeoutMs, `${base} to be healthy`, 200);
-
-/**
- * The embedded default (`node dist/src/main.js`) on a data directory of its own, and ports
- * chosen as it starts: ports kept from an earlier start are free between the two, for any
- * other test process's server to take.
- */
-async function embedded(dataDir: string, adminToken: string, options: { parent?: boolean; detached?: boolean } = {}): Promise<{ main: ChildProcess; wrapper?: ChildProcess; base: string }> {
-  const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort() };
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_CLI_PATH: process.env.TEMPORAL_CLI_RESOLVED,
-    PLATFORM_DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    PLATFORM_TEMPORAL_PORT: String(ports.temporal),
-    PLATFORM_TEMPORAL_UI_PORT: String(ports.ui),
-    PLATFORM_ADMIN_TOKEN: adminToken,
-    PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
-    LOG_LEVEL: 'error',
-  };
-  const base = `http://127.0.0.1:${ports.api}`;
-  if (!options.parent) {
-    const main = spawn(process.execPath, [path.join(DIST, 'src', 'main.js')], { env, stdio: ['ignore', 'ignore', 'pipe'], detached: options.detached });
-    // What it said last, for a start that fails: it exiting ends the wait at once.
-    let said = '';
-    main.stderr!.on('data', (chunk: Buffer) => (said = (said + chunk.toString()).slice(-2000)));
-    const exited = new Promise<never>((_, reject) => main.once('exit', (code, signal) => reject(new Error(`main.js exited (${code ?? signal}) before it was healthy`))));
-    exited.catch(() => undefined); // its later kill by the test is no failure
-    await Promise.race([healthy(base), exited]).catch((err: Error) => Promise.reject(new Error(`${err.message}; its stderr ended with: ${said || '(nothing)'}`)));
-    return { main, base };
-  }
-  // A parent in the place of `npm start`: it runs main.js as its child and does nothing else.
-  const wrapper = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, [${JSON.stringify(path.join(DIST, 'src', 'main.js'))}], { stdio: 'inherit' }); setInterval(() => {}, 1e6);`], { env, stdio: 'ignore' });
-  await healthy(base);
-  const main = childrenOf(wrapper.pid!).map((pid) => ({ pid })).at(0)!;
-  return { main: main as unknown as ChildProcess, wrapper, base };
-}
 
 describe('failing fast and honestly when Temporal is away', function () {
   this.timeout(180_000);

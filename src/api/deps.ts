@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
+import type { Liveness } from '../temporal/supervised-dev-server';
 import { EncryptionCodec } from '../temporal/codec';
 import type { DestinationGuard } from '../net/destination-guard';
 import type { DeliveryLogStores } from '../delivery-log';
@@ -36,6 +37,8 @@ export interface ApiSettings {
   codecTrustsLoopback: boolean;
   /** Origins allowed to call the codec endpoint from a browser (the Temporal UI). */
   codecCorsOrigins: string[];
+  /** Whether the process can still recover by itself (the embedded default's supervised dev server); /livez fails once it cannot. */
+  liveness?: Liveness;
 }
 
 /** What routes use: the settings and the services built from them. */

@@ -25,6 +25,8 @@ export interface DevServer {
   address: string;
   pid?: number;
   uiUrl?: string;
+  /** Settles when the server's process has exited, by a stop or not. */
+  exited: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -86,10 +88,12 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   child.stdout!.on('data', lines);
   child.stderr!.on('data', lines);
   const address = `${ip}:${port}`;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await waitUntilServing(address, child, () => said.join(' | '));
   return {
     address,
     pid: child.pid,
+    exited,
     uiUrl: options.ui ? `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${options.ui.port}` : undefined,
     stop: () => stopChild(child),
   };

@@ -13,7 +13,7 @@ const healthSchema = { type: 'object', required: ['status'], properties: { statu
 const CHECK_MS = 1500;
 const NO_ANSWER = `no answer within ${CHECK_MS} ms`;
 
-export function systemRoutes(routes: RouteTable, { client, baseUrl, installations, adminToken, logger }: ApiDeps): void {
+export function systemRoutes(routes: RouteTable, { client, baseUrl, installations, adminToken, logger, liveness }: ApiDeps): void {
   routes.add(
     {
       method: 'get',
@@ -54,8 +54,18 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl, installation
   routes.add({ method: 'get', path: '/readyz', summary: 'Ready when Temporal and the delivery log answer (each within 1.5 s)', access: 'anyone', ownDeadline: true, responses: healthResponses }, readiness);
   routes.add({ method: 'get', path: '/healthz', summary: 'Same as /readyz', access: 'anyone', ownDeadline: true, responses: healthResponses }, readiness);
   routes.add(
-    { method: 'get', path: '/livez', summary: 'Alive: the process answers, whatever its dependencies do', access: 'anyone', responses: { 200: { description: 'Alive', schema: healthSchema } } },
-    async () => ({ status: 200, body: { status: 'ok' } }),
+    {
+      method: 'get',
+      path: '/livez',
+      summary: 'Alive: the process answers and can recover by itself, whatever its dependencies do (503 once the embedded dev server cannot be restarted)',
+      access: 'anyone',
+      responses: { 200: { description: 'Alive', schema: healthSchema }, 503: { description: 'The process cannot recover by itself: restart it' } },
+    },
+    async () => {
+      const alive = liveness?.() ?? { ok: true };
+      if (!alive.ok) throw new ApiError(503, 'unavailable', alive.reason, [{ field: 'temporal', message: alive.reason }]);
+      return { status: 200, body: { status: 'ok' } };
+    },
   );
   routes.add(
     { method: 'get', path: '/openapi.json', summary: 'This document', access: 'anyone', responses: { 200: { description: 'OpenAPI 3.1' } } },

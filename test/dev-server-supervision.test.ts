@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { childrenOf, isAlive } from '../src/net/procfs';
+import { waitFor } from './support/platform';
+import { answer, comm, embedded, healthy } from './support/embedded';
+
+describe('the embedded default supervises its dev server', function () {
+  this.timeout(240_000);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-supervised-'));
+  const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  let main: ChildProcess;
+  let base = '';
+  let ports: { temporal: number };
+  const devServer = () => childrenOf(main.pid!).find((pid) => isAlive(pid) && comm(pid) === 'temporal');
+
+  /** Kills the dev server; answers its pid. */
+  async function killDevServer(): Promise<number> {
+    const pid = await waitFor(async () => devServer(), 60_000, 'a dev server');
+    process.kill(pid, 'SIGKILL');
+    await waitFor(async () => (isAlive(pid) ? undefined : true), 10_000, 'the dev server to die');
+    return pid;
+  }
+
+  before(async () => ({ main, base, ports } = await embedded(dataDir, adminToken)));
+  after(() => main?.kill('SIGKILL'));
+
+  it('restarts it when it dies: the API answers 503 meanwhile and recovers by itself, on the same data; /livez stays 200', async function () {
+    const org = `org-${randomBytes(3).toString('hex')}`;
+    assert.equal((await answer(base, 'POST', '/v1/orgs', adminToken, { id: org, subdomain: org, title: 'Kept' })).status, 201);
+    const killed = await killDevServer();
+    const during = await answer(base, 'GET', '/livez');
+    assert.equal(during.status, 200, 'a dev server being restarted is no reason to restart the process');
+    await healthy(base, 60_000);
+    assert.notEqual(devServer(), killed, 'a new dev server');
+    // The organization made before: its directory is there, and a worker takes the creation.
+    const joined = await answer(base, 'POST', '/v1/users', adminToken, { id: `${org}-u`, orgs: [org] });
+    assert.equal(joined.status, 201, JSON.stringify(joined.body));
+    const hook = await answer(base, 'POST', '/v1/integrations/webhook/installations', joined.body.token, { target: { org, space: 's' }, configuration: { webhook_url: 'https://example.com/hook', space_content_updated: true } });
+    assert.equal(hook.status, 201, JSON.stringify(hook.body));
+  });
+
+  it('answers /livez 503 once restarts keep failing (its port taken by another process), and 200 again once one succeeds', async function () {
+    // Its port taken the moment it is free (a restart that came first is killed again): every restart fails.
+    const squatter = net.createServer((socket) => socket.destroy());
+    for (let taken = false; !taken; ) {
+      await killDevServer();
+      taken = await new Promise<boolean>((resolve) => {
+        squatter.once('error', () => resolve(false));
+        squatter.listen(ports.temporal, '127.0.0.1', () => resolve(true));
+      });
+    }
+    try {
+      const dead = await waitFor(async () => {
+        const seen = await answer(base, 'GET', '/livez');
+        return seen.status === 503 ? seen : undefined;
+      }, 90_000, '/livez to fail', 500);
+      assert.match(dead.body.message, /the Temporal dev server died and \d+ restarts in a row failed/);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+    await healthy(base, 90_000);
+    assert.equal((await answer(base, 'GET', '/livez')).status, 200);
+  });
+});
