@@ -6,6 +6,12 @@ import path from 'node:path';
  */
 export const ISOLATE_MAX_PROCESSES = 32;
 
+/**
+ * Connections one client address may hold to the API at once. Behind a load balancer every
+ * client comes from its few addresses: raise it there.
+ */
+export const MAX_CONNECTIONS_PER_CLIENT = 256;
+
 /** Every setting the service reads from its environment (README lists them). */
 export interface PlatformConfig {
   port: number;
@@ -42,6 +48,8 @@ export interface PlatformConfig {
   deliveryShards: number;
   /** Integration processes (workerd) at most in each platform process: PLATFORM_ISOLATE_MAX_PROCESSES. */
   isolateMaxProcesses: number;
+  /** Open connections one client address may hold to the API: PLATFORM_MAX_CONNECTIONS_PER_CLIENT. */
+  maxConnectionsPerClient: number;
   /** Browser origins (a Temporal UI) allowed to call /codec/* (PLATFORM_CODEC_CORS_ORIGINS). */
   codecCorsOrigins: string[];
   /**
@@ -82,6 +90,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     temporalUiUrl: env.PLATFORM_TEMPORAL_UI_URL || undefined,
     deliveryShards: positiveInteger('PLATFORM_DELIVERY_SHARDS', env.PLATFORM_DELIVERY_SHARDS, 1),
     isolateMaxProcesses: positiveInteger('PLATFORM_ISOLATE_MAX_PROCESSES', env.PLATFORM_ISOLATE_MAX_PROCESSES, ISOLATE_MAX_PROCESSES),
+    maxConnectionsPerClient: positiveInteger('PLATFORM_MAX_CONNECTIONS_PER_CLIENT', env.PLATFORM_MAX_CONNECTIONS_PER_CLIENT, MAX_CONNECTIONS_PER_CLIENT),
     codecCorsOrigins: (env.PLATFORM_CODEC_CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
     otlpTracesUrl: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || (env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
     serviceName: env.OTEL_SERVICE_NAME || undefined,

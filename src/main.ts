@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { startApi } from './api/app';
+import { DEFAULT_HTTP_LIMITS } from './api/http-server';
 import { configFromEnv } from './config';
 import { loadOrCreateSecrets } from './data-dir';
 import { createLogger } from './logger';
@@ -78,6 +79,7 @@ async function main(heed: Heed): Promise<void> {
       deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: true,
+      httpLimits: { ...DEFAULT_HTTP_LIMITS, connectionsPerClient: config.maxConnectionsPerClient },
       codecCorsOrigins: [...config.codecCorsOrigins, ...uiOrigins],
       liveness: devServer?.liveness,
     },

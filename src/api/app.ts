@@ -1,4 +1,5 @@
-import http, { type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { createHttpServer } from './http-server';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
 import type { Client } from '@temporalio/client';
@@ -35,10 +36,20 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
     await next();
     deps.logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Date.now() - started }, 'request');
   });
+  app.use(boundedUrl);
   app.use(codecCors(deps.codecCorsOrigins));
   app.use(methodNotAllowed);
   app.use(routes.router.routes());
   return { app, routes };
+}
+
+/** Longest request target (path and query) the API reads: no id or filter of it comes near. */
+const MAX_URL_BYTES = 8 * 1024;
+
+/** A longer request target is refused before any route looks anything up. */
+async function boundedUrl(ctx: Context, next: Next): Promise<void> {
+  if (Buffer.byteLength(ctx.url) > MAX_URL_BYTES) throw new ApiError(414, 'uri_too_long', `the request target is ${Buffer.byteLength(ctx.url)} bytes; the limit is ${MAX_URL_BYTES}`);
+  await next();
 }
 
 /**
@@ -77,7 +88,7 @@ export async function startApi(settings: ApiSettings, port: number, host = '0.0.
   const quarantined = await settings.stores.log.quarantined();
   if (quarantined) settings.logger.warn({ quarantined }, 'deliveries recorded for the wrong organization before the fan-out fix are out of the log: review quarantined_deliveries (docs/decisions.md, Tenancy)');
   const { app } = createApp(buildApiDeps(settings));
-  const server = http.createServer(app.callback());
+  const server = createHttpServer(app.callback(), settings.httpLimits);
   await listenOn(server, port, host, 'PORT');
   const { port: bound } = server.address() as AddressInfo;
   return {

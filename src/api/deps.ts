@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { Liveness } from '../temporal/supervised-dev-server';
+import type { HttpLimits } from './http-server';
 import { EncryptionCodec } from '../temporal/codec';
 import type { DestinationGuard } from '../net/destination-guard';
 import type { DeliveryLogStores } from '../delivery-log';
@@ -39,10 +40,12 @@ export interface ApiSettings {
   codecCorsOrigins: string[];
   /** Whether the process can still recover by itself (the embedded default's supervised dev server); /livez fails once it cannot. */
   liveness?: Liveness;
+  /** Slow clients and connections per address (DEFAULT_HTTP_LIMITS unless set). */
+  httpLimits?: HttpLimits;
 }
 
 /** What routes use: the settings and the services built from them. */
-export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'shardLimits' | 'encryptionKey'> {
+export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'shardLimits' | 'encryptionKey' | 'httpLimits'> {
   codec: EncryptionCodec;
   installationTokens: InstallationTokens;
   installations: InstallationIndex;
@@ -54,7 +57,7 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
 }
 
 /** The one place the API's services are wired together. */
-export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKey, ...settings }: ApiSettings): ApiDeps {
+export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKey, httpLimits: _limits, ...settings }: ApiSettings): ApiDeps {
   const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards, shardLimits));
   return {
     ...settings,

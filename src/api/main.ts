@@ -1,3 +1,4 @@
+import { DEFAULT_HTTP_LIMITS } from './http-server';
 import { configFromEnv, requireSetting } from '../config';
 import { createLogger } from '../logger';
 import { connectClient } from '../temporal/client';
@@ -36,6 +37,7 @@ async function main(heed: Heed): Promise<void> {
       deliveryShards: config.deliveryShards,
       logger,
       codecTrustsLoopback: false,
+      httpLimits: { ...DEFAULT_HTTP_LIMITS, connectionsPerClient: config.maxConnectionsPerClient },
       codecCorsOrigins: config.codecCorsOrigins,
     },
     config.port,

@@ -20,6 +20,7 @@ import { freePort } from '../../src/temporal/dev-server';
 import type { PlatformPorts } from '../../src/net/platform-ports';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 import type { Tracing } from '../../src/tracing';
+import type { HttpLimits } from '../../src/api/http-server';
 
 const testLogger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
 installTemporalRuntime(testLogger);
@@ -48,6 +49,8 @@ export interface TestPlatformOptions {
   tracing?: Tracing;
   /** Where the API and the worker log (pino at TEST_LOG_LEVEL, `warn` unless set). */
   logger?: Logger;
+  /** The API's limits on slow clients and connections per address. */
+  httpLimits?: HttpLimits;
 }
 
 export interface HttpAnswer<T = any> {
@@ -142,6 +145,7 @@ export class TestPlatform {
         logger,
         codecTrustsLoopback: true,
         codecCorsOrigins: [],
+        httpLimits: this.options.httpLimits,
       },
       port,
       '127.0.0.1',

@@ -1,0 +1,61 @@
+import http from 'node:http';
+import type { Socket } from 'node:net';
+import { MAX_CONNECTIONS_PER_CLIENT } from '../config';
+
+/** How long a client may take to send what the API reads, and how many connections one address may hold. */
+export interface HttpLimits {
+  /** To send a request's headers. */
+  headersMs: number;
+  /** To send a whole request, its body included (a 10 MiB body to a public endpoint at 350 KB/s). */
+  requestMs: number;
+  /** Open connections from one client address; past it a new one is answered 429 and closed. */
+  connectionsPerClient: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { headersMs: 10_000, requestMs: 30_000, connectionsPerClient: MAX_CONNECTIONS_PER_CLIENT };
+
+/** An answer written on the socket itself, before (or instead of) Koa: the platform's JSON error shape. */
+function rawAnswer(socket: Socket, status: number, error: string, message: string): void {
+  if (!socket.writable) return void socket.destroy();
+  const body = JSON.stringify({ error, message, details: [] });
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/** Node's parser errors, said in the platform's error shape (Node answers them with an empty body). */
+function clientErrorAnswer(err: NodeJS.ErrnoException): [number, string, string] {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, 'request_header_fields_too_large', 'the request line and headers exceed 16 KiB'];
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'request_timeout', 'the request was not received in time'];
+  return [400, 'invalid_request', `the request could not be parsed (${err.code ?? 'bad request'})`];
+}
+
+/**
+ * The API's HTTP server: slow clients are cut off (headers, then the whole request, each
+ * within its limit: slow-body connections used to stay open 100 s and more), one address
+ * holds at most so many connections at once, and what Node refuses before Koa sees it
+ * (headers too large, a malformed request, a timeout) is answered in the JSON error shape.
+ */
+export function createHttpServer(listener: http.RequestListener, limits: HttpLimits = DEFAULT_HTTP_LIMITS): http.Server {
+  // Checked this often, so that a timeout ends a connection within a second of its limit (Node checks every 30 s by default).
+  /** Connections answered 429: a request already sent on one goes no further. */
+  const refused = new WeakSet<Socket>();
+  const server = http.createServer({ requestTimeout: limits.requestMs, headersTimeout: limits.headersMs, connectionsCheckingInterval: 1000 }, (req, res) => (refused.has(req.socket) ? res.destroy() : listener(req, res)));
+  const perClient = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const client = socket.remoteAddress ?? '';
+    const open = (perClient.get(client) ?? 0) + 1;
+    perClient.set(client, open);
+    socket.once('close', () => {
+      const left = perClient.get(client)! - 1;
+      if (left) perClient.set(client, left);
+      else perClient.delete(client);
+    });
+    if (open <= limits.connectionsPerClient) return;
+    refused.add(socket);
+    rawAnswer(socket, 429, 'too_many_connections', `this address holds ${limits.connectionsPerClient} connections already; reuse them (keep-alive) or close some`);
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ECONNRESET') return void socket.destroy();
+    rawAnswer(socket, ...clientErrorAnswer(err));
+  });
+  return server;
+}
