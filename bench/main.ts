@@ -18,6 +18,9 @@ import { startEmbedded, startSplit, type Stack } from './stack';
  * that the worker alone can be killed. Results go to bench-results/.
  */
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+/** BENCH_ONLY=a,e runs only those scenarios (comparing two trees on one, say); all by default. */
+const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
+const only = (scenario: string) => !ONLY || ONLY.includes(scenario);
 const DRAIN_MS = 180_000;
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
 
@@ -185,8 +188,9 @@ async function main(): Promise<void> {
   process.stderr.write('bench: starting the embedded default (npm start)\n');
   let stack = await startEmbedded();
   try {
-    // (a) 30,000 events, concurrency 64.
     const a = await tenant(stack, receiver, 1);
+    // (a) 30,000 events, concurrency 64.
+    if (only('a')) {
     const aEvents = events(a, Math.round(30_000 * SCALE), 'a');
     receiver.reset();
     const aPlatform = await throughPlatform(stack, receiver, 'a', aEvents, (task) => closedLoop(aEvents.length, 64, task));
@@ -213,8 +217,10 @@ async function main(): Promise<void> {
       totalRssMiB: Object.values(aRss).reduce((s: number, v) => s + (v ?? 0), 0),
       logMiB: aLogMiB,
     };
+    }
 
     // (b) a steady 100 events/s for 60 s.
+    if (only('b')) {
     const bEvents = events(a, Math.round(6000 * SCALE), 'b');
     receiver.reset();
     const bPlatform = await throughPlatform(stack, receiver, 'b', bEvents, (task) => openLoop(100, bEvents.length / 100, task));
@@ -222,8 +228,10 @@ async function main(): Promise<void> {
     const bBodies = bodiesOf(bEvents.slice(0, 1500), a.installations[0]!);
     const bBare = await bare(receiver, 'b', bBodies, (task) => openLoop(100, bBodies.length / 100, task));
     results.b = { platform: bPlatform, bare: bBare, logMiB: stack.logSizeMiB() };
+    }
 
     // (c) one event to 50 installations, 1,000 times.
+    if (only('c')) {
     const c = await tenant(stack, receiver, 50);
     const cEvents = events(c, Math.round(1000 * SCALE), 'c');
     receiver.reset();
@@ -239,8 +247,10 @@ async function main(): Promise<void> {
     const cBare = await bare(receiver, 'c', cBodies, (task) => closedLoop(cBodies.length, 64, task));
     const { duplicates: _perEvent, ...cFigures } = cPlatform; // 50 POSTs an event are no duplicates here
     results.c = { platform: { ...cFigures, deliveriesPerS: cDeliveriesPerS }, bare: cBare, ratio: ratio(cDeliveriesPerS, cBare.deliveredPerS), logMiB: stack.logSizeMiB() };
+    }
 
     // (d) 10% of receiver answers are 500.
+    if (only('d')) {
     const dEvents = events(a, Math.round(10_000 * SCALE), 'd');
     const failing = () => (Math.random() < 0.1 ? 500 : 200);
     receiver.reset(failing);
@@ -262,10 +272,12 @@ async function main(): Promise<void> {
       retryGaps: gaps,
       logMiB: stack.logSizeMiB(),
     };
+    }
     // (f) the public endpoint of a trivial integration.
-    results.f = await publicEndpointScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.round(10_000 * SCALE));
+    if (only('f')) results.f = await publicEndpointScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.round(10_000 * SCALE));
 
     // (g) 80 tenants whose receivers hang beside one that is served.
+    if (only('g')) {
     const gCounts = { retries: 0 };
     const g = await noisyNeighbourScenario({
       receiver,
@@ -275,12 +287,14 @@ async function main(): Promise<void> {
       seconds: Math.max(10, Math.round(60 * SCALE)),
     });
     results.g = { ...g, ingestRetries: gCounts.retries };
+    }
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
   }
 
   // (e) SIGKILL of the worker during a steady 1,000 events/s.
+  if (only('e')) {
   process.stderr.write('bench: starting the production shape (API and worker apart)\n');
   stack = await startSplit();
   try {
@@ -307,9 +321,10 @@ async function main(): Promise<void> {
     results.e = { platform: { ...ePlatform, lost: eEvents.length - ePlatform.delivered, duplicatePercent: round((ePlatform.duplicates / eEvents.length) * 100, 2), deliveryBackAfterKillMs: round(backAfter) }, bare: eBare, ratio: ratio(ePlatform.deliveredPerS, eBare.deliveredPerS), peakRssMiB: stack.peakRss(), logMiB: stack.logSizeMiB() };
   } finally {
     await stack.stop();
-    receiver.stop();
-    ingestClient.close();
   }
+  }
+  receiver.stop();
+  ingestClient.close();
 
   const dir = path.join(__dirname, '..', '..', 'bench-results');
   mkdirSync(dir, { recursive: true });
@@ -320,51 +335,68 @@ async function main(): Promise<void> {
 
 function report(r: any): string {
   const line = (label: string, value: unknown) => `  ${label.padEnd(34)} ${typeof value === 'object' ? JSON.stringify(value) : value}`;
-  return [
-    '(a) 30,000 events, concurrency 64 (embedded default)',
-    line('platform delivered/s', `${r.a.platform.deliveredPerS} (ingest ${r.a.platform.ingestPerS}/s)`),
-    line('bare loop delivered/s', r.a.bare.deliveredPerS),
-    line('ratio', `${r.a.ratio} (target >= 0.5)`),
-    line('10 events a request delivered/s', `${r.a.batched.deliveredPerS}, ratio ${r.a.batchedRatio}, end-to-end p50 / p99 ${r.a.batched.endToEndMs.p50} / ${r.a.batched.endToEndMs.p99} ms, CPU s ${JSON.stringify(r.a.batched.cpuS)} (/v1/events/batch, 64 requests in flight)`),
-    line('relay floor delivered/s', `${r.a.relay.deliveredPerS}, ratio ${r.a.relayRatio}, CPU s ${JSON.stringify(r.a.relay.cpuS)} (HTTP in, signed POST out, nothing recorded: bench/relay.ts)`),
-    line('CPU ms an event at ratio 0.5', `platform and dev server at most ${r.a.cpuBudget.platformMayUseMsPerEvent} (all ${r.machine.cpus} cores busy, less the bench's ${r.a.cpuBudget.benchMsPerEvent}); they used ${r.a.cpuBudget.platformUsedMsPerEvent}, the relay ${r.a.cpuBudget.relayUsedMsPerEvent}`),
-    line('end-to-end p50 / p99 ms', `${r.a.platform.endToEndMs.p50} / ${r.a.platform.endToEndMs.p99} (target p99 <= 1500; bare ${r.a.bare.endToEndMs.p50} / ${r.a.bare.endToEndMs.p99})`),
-    line('peak RSS MiB', `${JSON.stringify(r.a.peakRssMiB)}, total ${r.a.totalRssMiB} (target <= 1024)`),
-    line('delivery log on disk MiB', r.a.logMiB),
-    line('CPU s per process', `${JSON.stringify(r.a.platform.cpuS)}, ${r.a.platform.coresBusy} of ${r.machine.cpus} cores busy`),
-    '(b) steady 100 events/s for 60 s',
-    line('sent -> receiver p50 / p99 ms', `${r.b.platform.endToEndMs.p50} / ${r.b.platform.endToEndMs.p99} (targets 50 / 250; bare ${r.b.bare.endToEndMs.p50} / ${r.b.bare.endToEndMs.p99})`),
-    line('202 p50 / p99 ms', `${r.b.platform.ackMs.p50} / ${r.b.platform.ackMs.p99} (target p99 <= 100)`),
-    '(c) one event to 50 installations, 1,000 times',
-    line('platform deliveries/s', r.c.platform.deliveriesPerS),
-    line('bare loop deliveries/s', r.c.bare.deliveredPerS),
-    line('ratio', `${r.c.ratio} (target >= 0.5)`),
-    '(d) 10% of receiver answers are 500',
-    line('platform delivered/s', r.d.platform.deliveredPerS),
-    line('bare loop delivered/s', `${r.d.bare.deliveredPerS} (retries on the same schedule)`),
-    line('ratio', `${r.d.ratio} (target >= 0.4)`),
-    line('bare loop retrying at once', `${r.d.bareAtOnce.deliveredPerS}/s, ratio ${r.d.ratioAtOnce} (earlier runs' baseline)`),
-    line('CPU s per process', `${JSON.stringify(r.d.platform.cpuS)}, ${r.d.platform.coresBusy} of ${r.machine.cpus} cores busy`),
-    line('failed after every attempt', `${r.d.platform.failedAfterRetries} (0.1^4 of them expected)`),
-    ...r.d.retryGaps.map((g: any) => line(`retry ${g.retry} gaps (${g.count})`, `min ${g.minMs}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: ${g.belowRange} below, p99 ${g.p99OverRangeMs} ms over (target <= 250)`)),
-    '(e) worker SIGKILL during a steady 1,000 events/s (API and worker apart)',
-    line('lost / duplicates', `${r.e.platform.lost} / ${r.e.platform.duplicates} (${r.e.platform.duplicatePercent}%, target <= 1%)`),
-    line('delivery back after kill ms', `${r.e.platform.deliveryBackAfterKillMs} (target <= 15000)`),
-    line('platform delivered/s', `${r.e.platform.deliveredPerS} (bare ${r.e.bare.deliveredPerS}, ratio ${r.e.ratio})`),
-    line('peak RSS MiB', r.e.peakRssMiB),
-    '(f) an integration’s public endpoint, trivial handler, concurrency 32 (embedded default)',
-    line('platform requests/s', `${r.f.platform.perS} (target >= 1000), p50 ${r.f.platform.p50Ms} ms, p99 ${r.f.platform.p99Ms} ms, failed ${r.f.platform.failed}`),
-    line('bare Node handler requests/s', `${r.f.baseline.perS}, p50 ${r.f.baseline.p50Ms} ms (ratio ${r.f.ratio})`),
-    line('warm per-call overhead p50 ms', `${r.f.warmOverheadP50Ms} (target <= 5)`),
-    line('isolate cold start ms', `${r.f.coldStartMs.join(', ')} (target <= 250; after ${r.f.settleMs} ms for the platform to settle from (d))`),
-    line('resident isolates MiB', r.f.isolateRssMiB.join(', ')),
-    `(g) ${r.g.hangingTenants} tenants whose receivers hang, ${r.g.eventsPerSPerHangingTenant} event/s each, beside a tenant at 7 events/s (embedded default)`,
-    line('its sent -> receiver p50 / p99 ms', `${r.g.beside.healthyEndToEndMs.p50} / ${r.g.beside.healthyEndToEndMs.p99} (alone ${r.g.alone.healthyEndToEndMs.p50} / ${r.g.alone.healthyEndToEndMs.p99})`),
-    ...r.g.beside.retryGaps.slice(0, 2).map((g: any, k: number) => line(`its retry ${g.retry} gaps (${g.count})`, `p50 ${g.p50Ms}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: p99 ${g.p99OverRangeMs} ms over (alone ${r.g.alone.retryGaps[k].p99OverRangeMs})`)),
-    line('its events undelivered', `${r.g.beside.undelivered} of ${r.g.beside.sent} (alone ${r.g.alone.undelivered})`),
-    line('POSTs to hanging receivers', `${r.g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${r.g.ingestRetries}`),
-    line('invalid signatures', r.a.platform.invalidSignatures + r.b.platform.invalidSignatures + r.c.platform.invalidSignatures + r.d.platform.invalidSignatures + r.e.platform.invalidSignatures),
-  ].join('\n');
+  /** Each scenario's lines, for those that ran (BENCH_ONLY). */
+  const sections: Record<string, () => string[]> = {
+    a: () => [
+      '(a) 30,000 events, concurrency 64 (embedded default)',
+      line('platform delivered/s', `${r.a.platform.deliveredPerS} (ingest ${r.a.platform.ingestPerS}/s)`),
+      line('bare loop delivered/s', r.a.bare.deliveredPerS),
+      line('ratio', `${r.a.ratio} (target >= 0.5)`),
+      line('10 events a request delivered/s', `${r.a.batched.deliveredPerS}, ratio ${r.a.batchedRatio}, end-to-end p50 / p99 ${r.a.batched.endToEndMs.p50} / ${r.a.batched.endToEndMs.p99} ms, CPU s ${JSON.stringify(r.a.batched.cpuS)} (/v1/events/batch, 64 requests in flight)`),
+      line('relay floor delivered/s', `${r.a.relay.deliveredPerS}, ratio ${r.a.relayRatio}, CPU s ${JSON.stringify(r.a.relay.cpuS)} (HTTP in, signed POST out, nothing recorded: bench/relay.ts)`),
+      line('CPU ms an event at ratio 0.5', `platform and dev server at most ${r.a.cpuBudget.platformMayUseMsPerEvent} (all ${r.machine.cpus} cores busy, less the bench's ${r.a.cpuBudget.benchMsPerEvent}); they used ${r.a.cpuBudget.platformUsedMsPerEvent}, the relay ${r.a.cpuBudget.relayUsedMsPerEvent}`),
+      line('end-to-end p50 / p99 ms', `${r.a.platform.endToEndMs.p50} / ${r.a.platform.endToEndMs.p99} (target p99 <= 1500; bare ${r.a.bare.endToEndMs.p50} / ${r.a.bare.endToEndMs.p99})`),
+      line('peak RSS MiB', `${JSON.stringify(r.a.peakRssMiB)}, total ${r.a.totalRssMiB} (target <= 1024)`),
+      line('delivery log on disk MiB', r.a.logMiB),
+      line('CPU s per process', `${JSON.stringify(r.a.platform.cpuS)}, ${r.a.platform.coresBusy} of ${r.machine.cpus} cores busy`),
+    ],
+    b: () => [
+      '(b) steady 100 events/s for 60 s',
+      line('sent -> receiver p50 / p99 ms', `${r.b.platform.endToEndMs.p50} / ${r.b.platform.endToEndMs.p99} (targets 50 / 250; bare ${r.b.bare.endToEndMs.p50} / ${r.b.bare.endToEndMs.p99})`),
+      line('202 p50 / p99 ms', `${r.b.platform.ackMs.p50} / ${r.b.platform.ackMs.p99} (target p99 <= 100)`),
+    ],
+    c: () => [
+      '(c) one event to 50 installations, 1,000 times',
+      line('platform deliveries/s', r.c.platform.deliveriesPerS),
+      line('bare loop deliveries/s', r.c.bare.deliveredPerS),
+      line('ratio', `${r.c.ratio} (target >= 0.5)`),
+    ],
+    d: () => [
+      '(d) 10% of receiver answers are 500',
+      line('platform delivered/s', r.d.platform.deliveredPerS),
+      line('bare loop delivered/s', `${r.d.bare.deliveredPerS} (retries on the same schedule)`),
+      line('ratio', `${r.d.ratio} (target >= 0.4)`),
+      line('bare loop retrying at once', `${r.d.bareAtOnce.deliveredPerS}/s, ratio ${r.d.ratioAtOnce} (earlier runs' baseline)`),
+      line('CPU s per process', `${JSON.stringify(r.d.platform.cpuS)}, ${r.d.platform.coresBusy} of ${r.machine.cpus} cores busy`),
+      line('failed after every attempt', `${r.d.platform.failedAfterRetries} (0.1^4 of them expected)`),
+      ...r.d.retryGaps.map((g: any) => line(`retry ${g.retry} gaps (${g.count})`, `min ${g.minMs}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: ${g.belowRange} below, p99 ${g.p99OverRangeMs} ms over (target <= 250)`)),
+    ],
+    e: () => [
+      '(e) worker SIGKILL during a steady 1,000 events/s (API and worker apart)',
+      line('lost / duplicates', `${r.e.platform.lost} / ${r.e.platform.duplicates} (${r.e.platform.duplicatePercent}%, target <= 1%)`),
+      line('delivery back after kill ms', `${r.e.platform.deliveryBackAfterKillMs} (target <= 15000)`),
+      line('platform delivered/s', `${r.e.platform.deliveredPerS} (bare ${r.e.bare.deliveredPerS}, ratio ${r.e.ratio})`),
+      line('peak RSS MiB', r.e.peakRssMiB),
+    ],
+    f: () => [
+      '(f) an integration’s public endpoint, trivial handler, concurrency 32 (embedded default)',
+      line('platform requests/s', `${r.f.platform.perS} (target >= 1000), p50 ${r.f.platform.p50Ms} ms, p99 ${r.f.platform.p99Ms} ms, failed ${r.f.platform.failed}`),
+      line('bare Node handler requests/s', `${r.f.baseline.perS}, p50 ${r.f.baseline.p50Ms} ms (ratio ${r.f.ratio})`),
+      line('warm per-call overhead p50 ms', `${r.f.warmOverheadP50Ms} (target <= 5)`),
+      line('isolate cold start ms', `${r.f.coldStartMs.join(', ')} (target <= 250; after ${r.f.settleMs} ms for the platform to settle from (d))`),
+      line('resident isolates MiB', r.f.isolateRssMiB.join(', ')),
+    ],
+    g: () => [
+      `(g) ${r.g.hangingTenants} tenants whose receivers hang, ${r.g.eventsPerSPerHangingTenant} event/s each, beside a tenant at 7 events/s (embedded default)`,
+      line('its sent -> receiver p50 / p99 ms', `${r.g.beside.healthyEndToEndMs.p50} / ${r.g.beside.healthyEndToEndMs.p99} (alone ${r.g.alone.healthyEndToEndMs.p50} / ${r.g.alone.healthyEndToEndMs.p99})`),
+      ...r.g.beside.retryGaps.slice(0, 2).map((g: any, k: number) => line(`its retry ${g.retry} gaps (${g.count})`, `p50 ${g.p50Ms}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: p99 ${g.p99OverRangeMs} ms over (alone ${r.g.alone.retryGaps[k].p99OverRangeMs})`)),
+      line('its events undelivered', `${r.g.beside.undelivered} of ${r.g.beside.sent} (alone ${r.g.alone.undelivered})`),
+      line('POSTs to hanging receivers', `${r.g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${r.g.ingestRetries}`),
+    ],
+  };
+  const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);
+  const invalid = ran.filter((scenario) => r[scenario].platform?.invalidSignatures !== undefined).reduce((sum, scenario) => sum + r[scenario].platform.invalidSignatures, 0);
+  return [...ran.flatMap((scenario) => sections[scenario]!()), line('invalid signatures', invalid)].join('\n');
 }
 
 main().catch((err) => {

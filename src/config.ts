@@ -10,7 +10,7 @@ export const ISOLATE_MAX_PROCESSES = 32;
  * Connections one client address may hold to the API at once. Behind a load balancer every
  * client comes from its few addresses: raise it there.
  */
-export const MAX_CONNECTIONS_PER_CLIENT = 256;
+export const MAX_CONNECTIONS_PER_CLIENT = 1024;
 
 /** Every setting the service reads from its environment (README lists them). */
 export interface PlatformConfig {

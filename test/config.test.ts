@@ -34,7 +34,7 @@ describe('configuration from the environment', function () {
   it('takes the isolate cap as a positive whole number, 32 unless set', function () {
     assert.equal(configFromEnv({}).isolateMaxProcesses, 32);
     assert.equal(configFromEnv({ PLATFORM_ISOLATE_MAX_PROCESSES: '8' }).isolateMaxProcesses, 8);
-    assert.equal(configFromEnv({}).maxConnectionsPerClient, 256);
+    assert.equal(configFromEnv({}).maxConnectionsPerClient, 1024);
     assert.equal(configFromEnv({ PLATFORM_MAX_CONNECTIONS_PER_CLIENT: '2048' }).maxConnectionsPerClient, 2048);
     assert.throws(() => configFromEnv({ PLATFORM_MAX_CONNECTIONS_PER_CLIENT: '0' }), /^Error: PLATFORM_MAX_CONNECTIONS_PER_CLIENT must be a positive whole number/);
     for (const value of ['0', '-4', 'many', '2.5']) assert.throws(() => configFromEnv({ PLATFORM_ISOLATE_MAX_PROCESSES: value }), new RegExp(`^Error: PLATFORM_ISOLATE_MAX_PROCESSES must be a positive whole number, got "${value}"`), value);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { DeadlineError, GroupCommit } from '../src/ingest/group-commit';
+import { DeadlineError, GroupCommit } from '../src/group-commit';
 
 describe('group commit', function () {
   it('batches what arrives while a flush is in flight, and answers each submitter with its own result', async function () {

@@ -5,7 +5,7 @@ import { newEventId } from '../ids';
 import type { IngestedEvent } from '../webhooks/events';
 import type { ShardItem } from '../workflows/delivery-shard';
 import { planDeliveries } from './fanout';
-import { GroupCommit } from './group-commit';
+import { GroupCommit } from '../group-commit';
 import { deliveriesFinished, eventsIngested, reasonLabel } from '../metrics';
 import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
 import { inSpan, linksTo, traceparentOf, tracer } from '../tracing';
