@@ -1,17 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-import { untilWorkerAnswers } from './support/worker-outage';
-
-function startWorkerProcess(platform: TestPlatform): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'support', 'worker-process.js'), platform.namespace, platform.taskQueue, platform.databaseUrl, platform.api.url], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve(child));
-    child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
-  });
-}
+import { startWorkerProcess, untilWorkerAnswers } from './support/worker-outage';
 
 describe('a worker killed with SIGKILL mid-delivery', function () {
   const platform = new TestPlatform(__filename, { worker: false });

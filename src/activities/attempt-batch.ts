@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { DeliveryLog } from '../delivery-log/delivery-log';
 import type { InstallationIndex, InstallationTarget } from '../delivery-log/installation-index';
-import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt } from '../delivery-log/types';
+import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
+import { GroupCommit } from '../group-commit';
 import type { Logger } from '../logger';
 import type { DestinationGuard } from '../net/destination-guard';
 import { PLATFORM_VERSION } from '../version';
@@ -10,7 +11,7 @@ import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, InterruptedError, postOnce, unlessStopped } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
-import { attemptDuration, deliveriesAbsent, deliveriesFinished, logWriteLag, reasonLabel, retriesScheduled, statusClass } from '../metrics';
+import { attemptDuration, attemptsInterrupted, deliveriesAbsent, deliveriesFinished, logWriteLag, reasonLabel, retriesScheduled, statusClass } from '../metrics';
 import { publicEndpoint } from '../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
@@ -62,6 +63,7 @@ function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>,
   for (const outcome of written) {
     // An attempt recorded by an earlier run of this batch was counted then.
     if (outcome.attempt && attemptedNow.has(outcome.id)) attemptDuration.observe({ status_class: statusClass(outcome.attempt.statusCode) }, outcome.attempt.durationMs / 1000);
+    if (outcome.attempt?.error === 'interrupted') attemptsInterrupted.inc({ cause: attemptedNow.has(outcome.id) ? 'stopped' : 'died' });
     if (outcome.status === 'pending') retriesScheduled.inc();
     else deliveriesFinished.inc({ status: outcome.status, event_type: deliveries.get(outcome.id)?.eventType ?? 'unknown', reason: reasonLabel(outcome.reason) });
   }
@@ -70,13 +72,35 @@ function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>,
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
 const NO_ROOM_RETRY_MS = 2000;
 
-/** The outcome of one attempt: final, or retried after the wait it chose (recorded with it). */
-function judge(id: string, record: AttemptRecord, retryAfterMs?: number): DeliveryOutcome {
+/**
+ * Interrupted attempts (their answers never seen: the worker stopped or died) a delivery is
+ * not charged for, at most: the receiver's failures, not the platform's, use up its retries,
+ * so one the receiver answered 2xx before a crash is not recorded failed for it. Past this
+ * many (a worker that keeps dying), they count.
+ */
+const FREE_INTERRUPTIONS = 3;
+
+/**
+ * The outcome of one attempt: final, or retried after the wait it chose (recorded with it).
+ * Its place in the schedule leaves out the free interrupted attempts before it and itself.
+ */
+function judge(id: string, record: AttemptRecord, interruptedBefore: number, retryAfterMs?: number): DeliveryOutcome {
+  const retry = record.attempt - Math.min(FREE_INTERRUPTIONS, interruptedBefore + (record.error === 'interrupted' ? 1 : 0));
   const next = verdict(record);
   if (next === 'delivered') return { id, status: 'delivered', attempt: record };
-  if (next === 'failed' || record.attempt > MAX_RETRIES) return { id, status: 'failed', attempt: record };
-  return { id, status: 'pending', attempt: { ...record, nextDelayMs: record.nextDelayMs ?? retryDelayMs(record.attempt, Math.random(), retryAfterMs) } };
+  if (next === 'failed' || retry > MAX_RETRIES) return { id, status: 'failed', attempt: record };
+  return { id, status: 'pending', attempt: { ...record, nextDelayMs: record.nextDelayMs ?? retryDelayMs(Math.max(1, retry), Math.random(), retryAfterMs) } };
 }
+
+/** What an attempt an earlier run started, and never recorded, is recorded as: its answer is unknown. */
+const interruptedRecord = (started: StartedAttempt): AttemptRecord => ({
+  attempt: started.attempt,
+  startedAt: started.startedAt,
+  durationMs: 0,
+  url: started.url,
+  error: 'interrupted',
+  errorMessage: 'the worker making it stopped before its answer was recorded: the receiver may have had it (its duration is unknown)',
+});
 
 /**
  * What is left of a retry's wait once its batch returns: the wait runs from the end of the
@@ -167,20 +191,33 @@ function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: Inst
  */
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
+  /** Where an attempt goes: the webhook's URL, or the integration's public endpoint (what its record names). */
+  const attemptUrl = (target: InstallationTarget) => (target.integration === WEBHOOK_INTEGRATION ? target.url! : publicEndpoint(deps.baseUrl, target.integration, target.id));
+  /**
+   * Each attempt is written as started before it goes out, so that a worker dying before
+   * its answer is recorded leaves a trace (see interruptedRecord); the attempts of every
+   * batch starting in one turn of the event loop share one write.
+   */
+  const starts = new GroupCommit<{ started: StartedAttempt; run: { workflowId: string; runId: string } }, void>(async (items) => {
+    const byRun = new Map<string, typeof items>();
+    for (const item of items) byRun.set(item.run.runId, [...(byRun.get(item.run.runId) ?? []), item]);
+    for (const part of byRun.values()) await deps.log.recordStarted(part.map((item) => item.started), part[0]!.run);
+    return items.map(() => undefined);
+  }, 1000);
 
   /** An event to integration code: its isolate's answer decides as a receiver's would (a timeout is retried). */
   async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget, stopping: AbortSignal): Promise<DeliveryOutcome> {
     const started = Date.now();
-    const record = { attempt, startedAt: new Date(started).toISOString(), url: publicEndpoint(deps.baseUrl, target.integration, target.id) };
+    const record = { attempt, startedAt: new Date(started).toISOString(), url: attemptUrl(target) };
     try {
       const answer = await unlessStopped(deps.runtime.invoke(target, JSON.parse(delivery.body) as Record<string, unknown>), stopping);
-      return judge(delivery.id, { ...record, durationMs: Date.now() - started, statusCode: answer.status, responseBody: answer.body.subarray(0, 1024).toString('utf8') });
+      return judge(delivery.id, { ...record, durationMs: Date.now() - started, statusCode: answer.status, responseBody: answer.body.subarray(0, 1024).toString('utf8') }, delivery.interruptedBefore);
     } catch (err) {
       // No room in the isolate pool: no attempt was made, and none is spent (see attemptDeliveries).
       if (isNoRoom(err)) throw err;
       const timeout = err instanceof IsolateError && err.status === 504;
       const error = err instanceof InterruptedError ? 'interrupted' : timeout ? 'timeout' : 'network_error';
-      return judge(delivery.id, { ...record, durationMs: Date.now() - started, error, errorMessage: (err as Error).message });
+      return judge(delivery.id, { ...record, durationMs: Date.now() - started, error, errorMessage: (err as Error).message }, delivery.interruptedBefore);
     }
   }
 
@@ -202,7 +239,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       },
       { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs, signal: stopping },
     );
-    return judge(delivery.id, { attempt, ...result }, retryAfterMs);
+    return judge(delivery.id, { attempt, ...result }, delivery.interruptedBefore, retryAfterMs);
   }
 
   /**
@@ -281,18 +318,31 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           // Finished already (handed over twice), or not in the log (reported above): nothing to do.
           if (!delivery) return undefined;
           // Recorded by an earlier run of the batch (written and counted then): its outcome again.
-          if (delivery.recorded) return judge(id, delivery.recorded);
+          if (delivery.recorded) return judge(id, delivery.recorded, delivery.interruptedBefore);
+          // Started by an earlier run that died before its answer was recorded: not sent again.
+          if (delivery.interrupted) {
+            const outcome = judge(id, interruptedRecord(delivery.interrupted), delivery.interruptedBefore);
+            recorder.add(outcome);
+            return outcome;
+          }
           await waitUntil(timeOf(entry), stopping);
           if (stopping.aborted) {
             unsent.push(entry);
             return undefined;
           }
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
-          const outcome = notAttempted(delivery, attempt, target) ?? (await tracedAttempt(delivery, entry, target!, stopping).catch((err: unknown) => {
+          let outcome = notAttempted(delivery, attempt, target);
+          if (!outcome) {
+            const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
+            await starts.submit({ started, run: input });
+            outcome = await tracedAttempt(delivery, entry, target!, stopping).catch(async (err: unknown) => {
               if (!isNoRoom(err)) throw err;
+              // No attempt was made: the same one is made later, not taken for interrupted.
+              await deps.log.forgetStarted([started]);
               noRoom.push(id);
               return undefined;
-            }));
+            });
+          }
           if (!outcome) return undefined;
           if (outcome.attempt) endedAt.set(id, performance.now());
           recorder.add(outcome);

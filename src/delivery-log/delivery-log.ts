@@ -3,7 +3,7 @@ import type { Encryption } from '../encryption';
 import type { LogDatabase } from './database';
 import { deliveryId } from '../ids';
 import type { AttemptsTable, DeliveriesTable, Schema } from './schema';
-import type { AttemptRecord, Delivery, DeliveryFilter, DeliveryOutcome, DeliveryStatus, DeliverySummary, DeliveryToAttempt, EventRecord, NewDelivery, NewEvent, PageCursor, WorkflowLink } from './types';
+import type { AttemptRecord, Delivery, DeliveryFilter, DeliveryOutcome, DeliveryStatus, DeliverySummary, DeliveryToAttempt, EventRecord, NewDelivery, NewEvent, PageCursor, StartedAttempt, WorkflowLink } from './types';
 
 type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updated_at' | 'completed_at' | 'attempts' | 'url' | 'workflow_id' | 'run_id'>>;
 
@@ -206,14 +206,39 @@ export class DeliveryLog {
     const found = new Map<string, DeliveryToAttempt>();
     for (const part of chunks([...asked.keys()])) {
       const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body']).where('id', 'in', part).where('status', '=', 'pending').execute();
-      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body) });
+      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), interruptedBefore: 0 });
       const rerun = rows.filter((row) => row.attempts >= asked.get(row.id)!).map((row) => row.id);
-      if (rerun.length === 0) continue;
-      for (const record of await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', rerun).execute()) {
+      for (const record of rerun.length ? await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', rerun).execute() : []) {
         if (record.attempt === asked.get(record.delivery_id)) found.get(record.delivery_id)!.recorded = attemptOf(record);
+      }
+      const retried = rows.filter((row) => row.attempts > 0).map((row) => row.id);
+      for (const earlier of retried.length ? await this.db.selectFrom('attempts').select(['delivery_id', 'attempt']).where('delivery_id', 'in', retried).where('error', '=', 'interrupted').execute() : []) {
+        if (earlier.attempt < asked.get(earlier.delivery_id)!) found.get(earlier.delivery_id)!.interruptedBefore += 1;
+      }
+      // Started by a run that died before recording it: its answer is unknown, and it is not sent again.
+      for (const started of await this.db.selectFrom('attempts_in_flight').selectAll().where('delivery_id', 'in', rows.map((row) => row.id)).execute()) {
+        const delivery = found.get(started.delivery_id)!;
+        if (started.attempt === asked.get(started.delivery_id) && !delivery.recorded) delivery.interrupted = { deliveryId: started.delivery_id, attempt: started.attempt, startedAt: new Date(Number(started.started_at)).toISOString(), url: started.url };
       }
     }
     return found;
+  }
+
+  /** Attempts written as started that were not made after all (no room for integration code): the same attempt is made later. */
+  async forgetStarted(attempts: Pick<StartedAttempt, 'deliveryId' | 'attempt'>[]): Promise<void> {
+    for (const { deliveryId, attempt } of attempts) await this.db.deleteFrom('attempts_in_flight').where('delivery_id', '=', deliveryId).where('attempt', '=', attempt).execute();
+  }
+
+  /** Attempts about to go out, written first: a worker that dies before recording their answers leaves them for the next run to find. */
+  async recordStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<void> {
+    if (attempts.length === 0) return;
+    for (const part of chunks(attempts)) {
+      await this.db
+        .insertInto('attempts_in_flight')
+        .values(part.map((started) => ({ delivery_id: started.deliveryId, attempt: started.attempt, started_at: Date.parse(started.startedAt), url: started.url, workflow_id: run.workflowId, run_id: run.runId })))
+        .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+        .execute();
+    }
   }
 
   /**
@@ -248,6 +273,8 @@ export class DeliveryLog {
           .values(part)
           .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
           .execute();
+        // Recorded: no longer in flight (a delivery has one attempt in flight at a time).
+        await trx.deleteFrom('attempts_in_flight').where('delivery_id', 'in', part.map((row) => row.delivery_id)).execute();
       }
       // One statement per distinct change: a batch of one installation mostly shares one.
       const groups = new Map<string, { change: DeliveryChange; ids: string[] }>();
@@ -422,6 +449,7 @@ export class DeliveryLog {
     await this.db.transaction().execute(async (trx) => {
       for (const part of chunks(deliveries.map((row) => row.id))) {
         await trx.deleteFrom('attempts').where('delivery_id', 'in', part).execute();
+        await trx.deleteFrom('attempts_in_flight').where('delivery_id', 'in', part).execute();
         await trx.deleteFrom('deliveries').where('id', 'in', part).execute();
       }
       // Again here: a replay recorded since the select keeps its event's record.

@@ -148,6 +148,22 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('users_token_hash').ifNotExists().unique().on('users').column('token_hash').execute();
     },
   },
+  '0006-attempts-in-flight': {
+    // Each attempt is written before it goes out: a worker that dies before recording its answer leaves it here.
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('attempts_in_flight')
+        .ifNotExists()
+        .addColumn('delivery_id', 'text', (c) => c.notNull())
+        .addColumn('attempt', 'integer', (c) => c.notNull())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('workflow_id', 'text', (c) => c.notNull())
+        .addColumn('run_id', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('attempts_in_flight_pk', ['delivery_id', 'attempt'])
+        .execute();
+    },
+  },
 };
 
 /**

@@ -48,6 +48,19 @@ export interface AttemptsTable {
   run_id: string;
 }
 
+/**
+ * Attempts written before they go out and removed with their outcome: one left behind was
+ * made (or was about to be) by a worker that died before recording its answer.
+ */
+export interface AttemptsInFlightTable {
+  delivery_id: string;
+  attempt: number;
+  started_at: number;
+  url: string;
+  workflow_id: string;
+  run_id: string;
+}
+
 /** A read model of each installation: fan-out and attempts read it, its workflow writes it. */
 export interface InstallationsTable {
   id: string;
@@ -113,6 +126,7 @@ export interface Schema {
   deliveries: DeliveriesTable;
   quarantined_deliveries: QuarantinedDeliveriesTable;
   attempts: AttemptsTable;
+  attempts_in_flight: AttemptsInFlightTable;
   installations: InstallationsTable;
   oauth_states: OAuthStatesTable;
   organizations: OrganizationsTable;

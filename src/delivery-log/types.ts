@@ -117,6 +117,18 @@ export interface DeliveryToAttempt {
   body: string;
   /** The attempt asked for, when an earlier run of the batch recorded it: returned instead of sending it again. */
   recorded?: AttemptRecord;
+  /** The attempt asked for, when an earlier run of the batch started it and died before recording its answer. */
+  interrupted?: StartedAttempt;
+  /** Earlier attempts recorded `interrupted`: their answers were never seen. */
+  interruptedBefore: number;
+}
+
+/** An attempt as written before it goes out (see DeliveryLog.recordStarted). */
+export interface StartedAttempt {
+  deliveryId: string;
+  attempt: number;
+  startedAt: string;
+  url: string;
 }
 
 /** What an attempt batch writes for one delivery. */

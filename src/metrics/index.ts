@@ -30,6 +30,12 @@ export const deliveriesAbsent = new Counter({
   help: 'Deliveries a shard handed to an attempt batch that are not in the delivery log at all: lost with the machine (SQLite synchronous=NORMAL) or purged; nothing was attempted',
   registers: [registry],
 });
+export const attemptsInterrupted = new Counter({
+  name: 'platform_attempts_interrupted_total',
+  help: 'Attempts whose answer was never seen, recorded interrupted: cut off by a stopping worker past its drain (stopped), or found started and unrecorded after a worker died (died); the receiver may have had them, and sees the retry too',
+  labelNames: ['cause'],
+  registers: [registry],
+});
 export const retriesScheduled = new Counter({ name: 'platform_retries_scheduled_total', help: 'Attempts that ended in a retry wait', registers: [registry] });
 export const logWriteLag = new Histogram({
   name: 'platform_delivery_log_write_lag_seconds',

@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
 import { createLogger } from '../../src/logger';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from '../../src/workflows/directory';
 import { waitFor, type HttpAnswer, type TestPlatform } from './platform';
@@ -17,6 +19,15 @@ export async function runWorkerOf(platform: TestPlatform): Promise<{ stop(): Pro
       await running;
     },
   };
+}
+
+/** A worker of the platform in a process of its own (support/worker-process), once it polls: a test can SIGKILL or SIGTERM it. */
+export function startWorkerProcess(platform: TestPlatform): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'worker-process.js'), platform.namespace, platform.taskQueue, platform.databaseUrl, platform.api.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve(child));
+    child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
+  });
 }
 
 /**
