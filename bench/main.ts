@@ -7,6 +7,7 @@ import { barePoster, closedLoop, httpClient, openLoop, percentile, progress, unt
 import { BenchReceiver } from './receiver';
 import { noisyNeighbourScenario } from './neighbours';
 import { publicEndpointScenario } from './runtime';
+import { cpuNeighbourScenario } from './cpu-neighbours';
 import { startRelay } from './relay';
 import { startEmbedded, startSplit, type Stack } from './stack';
 
@@ -288,6 +289,8 @@ async function main(): Promise<void> {
     });
     results.g = { ...g, ingestRetries: gCounts.retries };
     }
+    // (h) an organization's endless loops beside another's trivial endpoint.
+    if (only('h')) results.h = await cpuNeighbourScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(15, Math.round(30 * SCALE)));
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -392,6 +395,12 @@ function report(r: any): string {
       ...r.g.beside.retryGaps.slice(0, 2).map((g: any, k: number) => line(`its retry ${g.retry} gaps (${g.count})`, `p50 ${g.p50Ms}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: p99 ${g.p99OverRangeMs} ms over (alone ${r.g.alone.retryGaps[k].p99OverRangeMs})`)),
       line('its events undelivered', `${r.g.beside.undelivered} of ${r.g.beside.sent} (alone ${r.g.alone.undelivered})`),
       line('POSTs to hanging receivers', `${r.g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${r.g.ingestRetries}`),
+    ],
+    h: () => [
+      '(h) an organization whose code loops for ever (11 installations, 11 calls at a time) beside another’s trivial endpoint called 10 times a second (embedded default)',
+      line('its p50 / p99 / max ms, alone', `${r.h.alone.p50Ms} / ${r.h.alone.p99Ms} / ${r.h.alone.maxMs} (${r.h.alone.calls} calls, ${r.h.alone.failed} failed)`),
+      line('its p50 / p99 / max ms, beside', `${r.h.beside.p50Ms} / ${r.h.beside.p99Ms} / ${r.h.beside.maxMs} (${r.h.beside.calls} calls, ${r.h.beside.failed} failed; target p99 <= ${r.h.targetP99Ms}, failed 0)`),
+      line('endless calls ended meanwhile', `${r.h.spinningCallsEnded} (each kills and replaces a process)`),
     ],
   };
   const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleScript } from '../src/cli/bundle';
-import { childrenOf } from '../src/net/procfs';
+import { childrenOf } from '../src/system/procfs';
 import { closedLoop, percentile, progress } from './load';
 import { settled, type Stack } from './stack';
 
@@ -48,20 +48,36 @@ function isolateRssMiB(platformPid: number): number[] {
     .map((pid) => Math.round(Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096 / 2 ** 20));
 }
 
+/** How the bench calls the platform's API (as a client honouring Retry-After on GETs would). */
+export type ApiCall = (token: string, method: string, route: string, body?: unknown) => Promise<any>;
+
+/** An organization with a member, for the bench. */
+export async function benchOrganization(stack: Stack, call: ApiCall, org: string): Promise<{ org: string; token: string }> {
+  await call(stack.adminToken, 'POST', '/v1/orgs', { id: org, subdomain: org, title: 'Bench runtime' });
+  return { org, token: (await call(stack.adminToken, 'POST', '/v1/users', { id: `${org}-user`, orgs: [org] })).token as string };
+}
+
+/** Publishes a public integration of `source` (TypeScript importing integration-platform/runtime) for the organization. */
+export async function publishBenchIntegration(call: ApiCall, owner: { org: string; token: string }, name: string, source: string): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-runtime-'));
+  mkdirSync(path.join(dir, 'src'));
+  writeFileSync(path.join(dir, 'src', 'index.ts'), source);
+  const manifest = [`name: ${name}`, `title: ${name}`, 'description: A bench integration.', `organization: ${owner.org}`, 'visibility: public', 'scopes: []', 'script: src/index.ts'].join('\n');
+  await call(owner.token, 'POST', '/v1/integrations', { manifest, script: await bundleScript(path.join(dir, 'src', 'index.ts')) });
+}
+
+/** The public endpoint of an installation, on the stack's own address. */
+export const endpointOf = (stack: Stack, installation: { urls: { publicEndpoint: string } }): string => installation.urls.publicEndpoint.replace(/^http:\/\/[^/]+/, stack.base);
+
 /**
  * (f) The public endpoint of an integration whose fetch handler answers at once, beside a
  * bare Node handler answering the same: requests/s at concurrency 32, the warm per-call
  * overhead, the cold start of an isolate, and the memory of each resident isolate.
  */
-export async function publicEndpointScenario(stack: Stack, call: (token: string, method: string, route: string, body?: unknown) => Promise<any>, requests: number) {
+export async function publicEndpointScenario(stack: Stack, call: ApiCall, requests: number) {
   const org = `bench-runtime-${process.pid}`;
-  await call(stack.adminToken, 'POST', '/v1/orgs', { id: org, subdomain: org, title: 'Bench runtime' });
-  const { token } = await call(stack.adminToken, 'POST', '/v1/users', { id: `${org}-user`, orgs: [org] });
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-runtime-'));
-  mkdirSync(path.join(dir, 'src'));
-  writeFileSync(path.join(dir, 'src', 'index.ts'), "import { createIntegration } from 'integration-platform/runtime';\nexport default createIntegration({ fetch: async () => Response.json({ received: true }) });\n");
-  const manifest = ['name: bench-trivial', 'title: Bench trivial', 'description: Answers at once.', `organization: ${org}`, 'visibility: public', 'scopes: []', 'script: src/index.ts'].join('\n');
-  await call(token, 'POST', '/v1/integrations', { manifest, script: await bundleScript(path.join(dir, 'src', 'index.ts')) });
+  const owner = await benchOrganization(stack, call, org);
+  await publishBenchIntegration(call, owner, 'bench-trivial', "import { createIntegration } from 'integration-platform/runtime';\nexport default createIntegration({ fetch: async () => Response.json({ received: true }) });\n");
 
   const coldStarts: number[] = [];
   const settling = progress('f', () => 'waiting for the platform to settle from the scenario before');
@@ -69,17 +85,13 @@ export async function publicEndpointScenario(stack: Stack, call: (token: string,
   let endpoint = '';
   for (let i = 0; i < 5; i++) {
     // A new installation in a new organization is a new isolate: its first call is a cold start.
-    const tenant = i === 0 ? { org, token } : await (async () => {
-      const other = `${org}-${i}`;
-      await call(stack.adminToken, 'POST', '/v1/orgs', { id: other, subdomain: other, title: 'Bench runtime' });
-      return { org: other, token: (await call(stack.adminToken, 'POST', '/v1/users', { id: `${other}-user`, orgs: [other] })).token as string };
-    })();
+    const tenant = i === 0 ? owner : await benchOrganization(stack, call, `${org}-${i}`);
     const installation = await call(tenant.token, 'POST', '/v1/integrations/bench-trivial/installations', { target: { org: tenant.org } });
     const started = performance.now();
-    const first = await fetch(installation.urls.publicEndpoint.replace(/^http:\/\/[^/]+/, stack.base), { method: 'POST', body: '{}' });
+    const first = await fetch(endpointOf(stack, installation), { method: 'POST', body: '{}' });
     await first.arrayBuffer();
     coldStarts.push(performance.now() - started);
-    endpoint ||= installation.urls.publicEndpoint.replace(/^http:\/\/[^/]+/, stack.base);
+    endpoint ||= endpointOf(stack, installation);
   }
   const platform = await hammer('f', endpoint, requests, 32);
 

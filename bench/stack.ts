@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { childrenOf } from '../src/net/procfs';
+import { childrenOf } from '../src/system/procfs';
 import { findOrBuildTemporalCli } from '../src/temporal/cli-binary';
 import { generateEncryptionKey } from '../src/temporal/codec';
 import { freePort, startDevServer, type DevServer } from '../src/temporal/dev-server';

@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { childrenOf, isAlive } from '../src/net/procfs';
+import { childrenOf, isAlive } from '../src/system/procfs';
 import { waitFor } from './support/platform';
 import { answer, comm, embedded, healthy } from './support/embedded';
 

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generateEncryptionKey } from '../src/encryption';
-import { childrenOf, isAlive, processTrees } from '../src/net/procfs';
+import { childrenOf, isAlive, processTrees } from '../src/system/procfs';
 import { freePort, startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { waitFor } from './support/platform';
 import { answer, comm, DIST, embedded, healthy } from './support/embedded';

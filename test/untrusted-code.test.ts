@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { bundleScript } from '../src/cli/bundle';
 import { parseEgressAllow } from '../src/config';
 import { freePort } from '../src/temporal/dev-server';
-import { childrenOf, isAlive } from '../src/net/procfs';
+import { childrenOf, isAlive } from '../src/system/procfs';
 import { createAgents, postOnce } from '../src/activities/http-attempt';
 import { webhookGuard } from '../src/net/guards';
 import { runCli } from './support/cli';

@@ -9,7 +9,7 @@ import { IsolateError, IsolatePool } from '../src/isolates/isolate-pool';
 import { registry } from '../src/metrics';
 import { waitFor } from './support/platform';
 import { WorkerdProcess, WorkerdStartError } from '../src/isolates/workerd-process';
-import { isAlive, listeningPorts, residentBytes } from '../src/net/procfs';
+import { isAlive, listeningPorts, residentBytes } from '../src/system/procfs';
 
 const MiB = 1024 * 1024;
 

@@ -9,6 +9,8 @@ import type { PlatformPorts } from '../net/platform-ports';
 import { createEgress } from './egress';
 import { IntegrationRuntime } from './integration-runtime';
 import { IsolatePool } from './isolate-pool';
+import { CpuGroups } from './cpu-groups';
+import type { Logger } from '../logger';
 import type { NodeService } from './workerd-process';
 
 export interface RuntimeOptions {
@@ -25,6 +27,8 @@ export interface RuntimeOptions {
   platformPorts: PlatformPorts;
   /** PLATFORM_ISOLATE_MAX_PROCESSES */
   maxProcesses?: number;
+  /** Where it says that organizations' code cannot be given fair CPU shares here. */
+  logger?: Logger;
 }
 
 /** An installation's token (`itk_…`), the only credential the binding carries. */
@@ -68,7 +72,10 @@ function platformApiBinding(baseUrl: string): NodeService {
 /** Integration code's runtime in this process: isolates, egress, the API binding. */
 export function createIntegrationRuntime(options: RuntimeOptions): { runtime: IntegrationRuntime; pool: IsolatePool } {
   const versions = new IntegrationVersions(options.client);
+  const { groups: cpuGroups, why } = CpuGroups.open();
+  if (why) options.logger?.warn({ why }, 'organizations’ integration code shares the CPU as the kernel has it, not fairly: no cpu cgroup for its processes');
   const pool = new IsolatePool({
+    cpuGroups,
     loadScript: async (name, version) => (await versions.get(name, version)).script,
     outbound: createEgress(options.egressGuard),
     bindings: { platformApi: platformApiBinding(options.apiUrl ?? options.baseUrl) },

@@ -1,10 +1,12 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
-import { cpuSecondsOf, residentBytes } from '../net/procfs';
+import { cpuSecondsOf, residentBytes } from '../system/procfs';
 import { isolateProcesses, isolateStartsWaiting, isolatesStopped } from '../metrics';
 import { ISOLATE_MAX_PROCESSES } from '../config';
 import { RUNTIME_HOST_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 import { egressRefusal, refusalBody } from './egress';
+import type { CpuGroups } from './cpu-groups';
+import { FairQueue } from './fair-queue';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
@@ -45,6 +47,8 @@ export interface IsolatePoolOptions {
   admissionWaitMs?: number;
   /** Past this much resident memory in all, the least recently used are stopped. */
   memoryBudgetBytes?: number;
+  /** Where each organization's processes share the CPU fairly (none: as the kernel has it). */
+  cpuGroups?: CpuGroups;
 }
 
 /** The isolate could not be started or did not answer; `status` is what the caller should hear. */
@@ -137,6 +141,8 @@ export class IsolatePool {
   /** Processes being stopped: the pool closes once they have exited. */
   private readonly exits = new Set<Promise<void>>();
   private readonly sweeper: NodeJS.Timeout;
+  /** Process starts, one at a time, organizations in turn (see FairQueue). */
+  private readonly starts = new FairQueue();
   private closed = false;
 
   constructor(private readonly options: IsolatePoolOptions) {
@@ -153,6 +159,9 @@ export class IsolatePool {
         return await process.call(path, request, deadlineMs);
       } catch (err) {
         if (err instanceof AnswerTooLargeError) throw new IsolateError(`the integration's answer was cut off: ${err.message}`, 502);
+        // A live process whose call failed (a connection error on a busy machine) is not dead:
+        // it keeps serving; only one that was killed or is gone is stopped and replaced.
+        if (!process.endReason && process.alive) throw new IsolateError(`the call into the integration failed: ${(err as Error).message}`, 502);
         const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.memoryLimit * MEMORY_KILL_FACTOR) / MiB} MiB` : 'its isolate stopped';
         void this.stop(entry, process);
         throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
@@ -187,6 +196,7 @@ export class IsolatePool {
     for (const entry of this.exiting) entry.drained?.();
     for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(platformStopping());
     await Promise.all([...entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)), ...this.exits]);
+    this.options.cpuGroups?.close();
   }
 
   private entryOf(key: IsolateKey): Entry {
@@ -228,7 +238,7 @@ export class IsolatePool {
   private async start(key: IsolateKey, ways: Pick<IsolatePoolOptions, 'outbound' | 'bindings'>): Promise<WorkerdProcess> {
     const script = await this.options.loadScript(key.integration, key.version);
     try {
-      const process = await WorkerdProcess.start({
+      const process = await this.starts.run(key.organization, () => WorkerdProcess.start({
         modules: [
           { name: 'host.js', type: 'ESModule', contents: RUNTIME_HOST_SOURCE },
           { name: 'integration.js', type: 'ESModule', contents: script },
@@ -237,8 +247,9 @@ export class IsolatePool {
         recycleAboveBytes: this.memoryLimit,
         outbound: ways.outbound,
         bindings: ways.bindings,
-      });
+      }));
       this.options.onStarted?.(process);
+      this.options.cpuGroups?.assign(process.pid, key.organization);
       return process;
     } catch (err) {
       if (err instanceof WorkerdStartError) throw new IsolateError(`the integration failed to load: ${err.message}`, 500);

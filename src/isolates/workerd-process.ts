@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { tiedToParent } from '../lifecycle';
-import { childrenOf, commandOf, isAlive, listenerOf, processExists, residentBytes, startTimeOf } from '../net/procfs';
+import { childrenOf, commandOf, isAlive, listenerOf, processExists, residentBytes, startTimeOf } from '../system/procfs';
 
 /**
  * miniflare spawns MINIFLARE_WORKERD_PATH: a script of ours that execs the real binary tied
@@ -153,10 +153,25 @@ export class WorkerdProcess {
    */
   call(path: string, request: { method?: string; headers?: Record<string, string>; body?: Buffer }, deadlineMs: number): Promise<IsolateAnswer> {
     const deadline = setTimeout(() => this.kill('deadline'), deadlineMs);
+    return this.send(path, request).finally(() => clearTimeout(deadline));
+  }
+
+  /**
+   * One request on a kept-alive socket. One that workerd closed as idle just as the request
+   * went out fails before any answer (ECONNRESET; more often when the machine is busy): the
+   * request never reached the isolate, and goes again, once, on a fresh socket.
+   */
+  private send(path: string, request: { method?: string; headers?: Record<string, string>; body?: Buffer }, again = true): Promise<IsolateAnswer> {
     return new Promise<IsolateAnswer>((resolve, reject) => {
       const outgoing = http.request(new URL(path, this.url), { method: request.method ?? 'GET', headers: request.headers, agent: this.agent });
-      outgoing.on('error', reject);
+      let answered = false;
+      outgoing.on('error', (err: NodeJS.ErrnoException) => {
+        const closedWhileIdle = again && !answered && outgoing.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+        if (closedWhileIdle && !this.endReason) resolve(this.send(path, request, false));
+        else reject(err);
+      });
       outgoing.on('response', (response) => {
+        answered = true;
         const chunks: Buffer[] = [];
         let size = 0;
         response.on('data', (chunk: Buffer) => {
@@ -169,7 +184,7 @@ export class WorkerdProcess {
         response.on('end', () => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: Buffer.concat(chunks) }));
       });
       outgoing.end(request.body);
-    }).finally(() => clearTimeout(deadline));
+    });
   }
 
   kill(reason: EndReason): void {

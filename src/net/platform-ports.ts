@@ -1,4 +1,4 @@
-import { listeningPorts, processTrees } from './procfs';
+import { listeningPorts, processTrees } from '../system/procfs';
 
 /** A rescan for a port not seen yet happens at most this often: scans read all of /proc. */
 const RESCAN_MS = 1000;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { childrenOf } from '../../src/net/procfs';
+import { childrenOf } from '../../src/system/procfs';
 import { freePort } from '../../src/temporal/dev-server';
 import { waitFor } from './platform';
 
