@@ -80,6 +80,12 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
           if (seen.length - s > answersLeft) s += 1;
           return;
         }
+        // An attempt the platform gave up on (a timeout on a loaded machine) reached the receiver; its answer, if any, went unseen.
+        if (typeof entry === 'string') {
+          assert.ok(s < seen.length, `${delivery.id}: the log's ${entry} stands for no request (receiver ${JSON.stringify(seen)}, log ${JSON.stringify(recorded)})`);
+          s += 1;
+          return;
+        }
         assert.equal(entry, seen[s], `${delivery.id}: the log's ${entry} where the receiver answered ${seen[s]} (receiver ${JSON.stringify(seen)}, log ${JSON.stringify(recorded)})`);
         s += 1;
       });
