@@ -31,8 +31,11 @@ class TestProvider {
         this.exchanges.push(form);
         // A provider whose token endpoint answers a web page (a login wall, an outage page).
         if (form.code === 'answer-html') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>');
-        const good = this.codes.delete(form.code!) && form.client_id === 'client-1' && form.client_secret === 'secret-1' && form.grant_type === 'authorization_code';
-        res.writeHead(good ? 200 : 400, { 'content-type': 'application/json' }).end(JSON.stringify(good ? { access_token: `tok_${form.code}`, token_type: 'bearer' } : { error: 'invalid_grant' }));
+        // A second app registration (client-2) gets tokens that expire at once, with refresh tokens.
+        if (form.grant_type === 'refresh_token') return void res.writeHead(form.refresh_token === 'ref_1' ? 200 : 400, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: 'tok_refreshed', expires_in: 3600 }));
+        const good = this.codes.delete(form.code!) && ['client-1', 'client-2'].includes(form.client_id!) && form.client_secret === 'secret-1' && form.grant_type === 'authorization_code';
+        const expiring = form.client_id === 'client-2' ? { refresh_token: 'ref_1', expires_in: 1 } : {};
+        res.writeHead(good ? 200 : 400, { 'content-type': 'application/json' }).end(JSON.stringify(good ? { access_token: `tok_${form.code}`, token_type: 'bearer', ...expiring } : { error: 'invalid_grant' }));
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
@@ -131,7 +134,7 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     const failed = await fetch(`${installation.urls.publicEndpoint}/oauth?code=never-issued&state=${encodeURIComponent(state)}`);
     assert.equal(failed.status, 502);
     assert.match(failed.headers.get('content-type')!, /text\/html/);
-    assert.match(await failed.text(), /The connection failed[\s\S]*the provider refused the code \(HTTP 400\)/);
+    assert.match(await failed.text(), /The connection failed[\s\S]*the provider refused the exchange \(HTTP 400\)/);
     const read = await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token });
     assert.equal(read.body.configuration.oauth_credentials, undefined);
   });
@@ -173,6 +176,47 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     assert.match(await again.text(), /used already/);
     const stranger = await platform.tenant();
     assert.equal((await platform.http('POST', `/v1/installations/${one.id}/oauth/connect`, { token: stranger.token })).status, 404);
+  });
+
+  it('runs GitBook’s style too: URLs made from the installation, extractCredentials given the parsed answer, getOAuthToken refreshing an expired token', async function () {
+    const gitbookStyle = `import { createIntegration, createOAuthHandler, getOAuthToken, type OAuthResponse } from 'integration-platform/runtime';
+const config = (context) => ({
+  clientId: 'client-2',
+  clientSecret: context.environment.secrets.CLIENT_SECRET,
+  authorizeURL: (installation) => context.environment.secrets.PROVIDER_URL + '/authorize?for=' + installation.id,
+  accessTokenURL: context.environment.secrets.PROVIDER_URL + '/token',
+  extractCredentials: (response: OAuthResponse) => ({
+    configuration: {
+      oauth_credentials: { access_token: response.access_token, refresh_token: response.refresh_token, expires_at: new Date(Date.now() + response.expires_in * 1000).toISOString() },
+      connected_with: response.token_type,
+    },
+  }),
+});
+export default createIntegration({
+  async fetch(request, context) {
+    const path = new URL(request.url).pathname;
+    if (path.endsWith('/oauth')) return createOAuthHandler(config(context), { replace: false })(request, context);
+    if (path.endsWith('/token')) return Response.json({ token: await getOAuthToken(context.environment.installation.configuration.oauth_credentials, config(context), context) });
+    return new Response('Not found', { status: 404 });
+  },
+});
+`;
+    const styled = await publishExample(platform, tenant, 'oauth', { env: { OAUTH_CLIENT_ID: 'client-2', OAUTH_CLIENT_SECRET: 'secret-1', OAUTH_PROVIDER_URL: provider.url }, edit: (manifest) => [manifest.replace('    properties:\n', '    properties:\n      connected_with: { type: string, title: Token type }\n'), gitbookStyle] });
+    const installation = await install(platform, tenant, styled);
+    const authorize = await connect(installation);
+    assert.equal(authorize.searchParams.get('for'), installation.id);
+    const done = await fetch((await follow(authorize.toString())).headers.get('location')!);
+    assert.match(await done.text(), /Connected/);
+    assert.equal(provider.exchanges.at(-1)!.client_id, 'client-2');
+    const stored = () => platform.stores.installations.targets([installation.id]).then((found) => found.get(installation.id)!.configuration as any);
+    assert.equal((await stored()).connected_with, 'bearer');
+    assert.equal((await stored()).oauth_credentials.refresh_token, 'ref_1');
+    // Issued to expire in 1 s: within getOAuthToken's 10 s, so it is refreshed, and the refresh stored.
+    const token = await fetch(`${installation.urls.publicEndpoint}/token`);
+    assert.deepEqual(await token.json(), { token: 'tok_refreshed' });
+    assert.deepEqual(provider.exchanges.at(-1), { grant_type: 'refresh_token', refresh_token: 'ref_1', client_id: 'client-2', client_secret: 'secret-1' });
+    assert.equal((await stored()).oauth_credentials.access_token, 'tok_refreshed');
+    assert.equal((await stored()).oauth_credentials.refresh_token, 'ref_1', 'a refresh without a new refresh token keeps the old one');
   });
 
   it('refuses an expired state (10 minutes), and a connection ticket where a state is due', async function () {

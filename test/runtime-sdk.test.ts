@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createComponent, createIntegration, ExposableError } from '../src/runtime';
+import { Fragment, jsx, jsxs } from '../src/runtime/jsx-runtime';
 
 /** The SDK's envelope handling, called as workerd calls it (it is platform code; integrations' own code never runs here). */
 const environment = { id: 'ins_1', apiEndpoint: 'http://api', apiTokens: { installation: 'itk_x' }, integration: { name: 'x', version: 1, scopes: [], urls: { publicEndpoint: 'http://api/p' } }, secrets: {}, configuration: {} };
@@ -82,5 +83,17 @@ describe('the runtime SDK (envelope dispatch)', function () {
   it('declares what it registers: component ids and handled event types', function () {
     assert.deepEqual(integration.componentIds, ['counter']);
     assert.deepEqual(integration.eventTypes, ['space_content_updated', 'installation_setup', 'space_view']);
+  });
+});
+
+describe('the JSX runtime (integration-platform/runtime/jsx-runtime)', function () {
+  it('makes markup objects: children always an array, flattened, without what conditional JSX leaves; fragments are their children; function tags are called', function () {
+    const Title = (props: Record<string, unknown>) => jsx('text', { style: 'bold', children: props.children });
+    assert.deepEqual(jsxs('block', { children: [jsx(Title, { children: 'Hi' }), false, null, undefined, [jsx('divider', {}), ['deep']]] }), {
+      type: 'block',
+      children: [{ type: 'text', style: 'bold', children: ['Hi'] }, { type: 'divider' }, 'deep'],
+    });
+    assert.deepEqual(jsx(Fragment, { children: [jsx('text', { children: 'a' }), jsx('text', { children: 'b' })] }), [{ type: 'text', children: ['a'] }, { type: 'text', children: ['b'] }]);
+    assert.deepEqual(jsx('button', { label: 'Go', onPress: { action: 'go' } }), { type: 'button', label: 'Go', onPress: { action: 'go' } });
   });
 });

@@ -1,11 +1,27 @@
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import path from 'node:path';
 
+const RUNTIME = path.join(__dirname, '..', 'runtime');
+
 /**
- * Bundles an integration's script into one ES module, the format workerd runs; imports
- * of the runtime's own modules stay imports.
- * `integration-platform/runtime` resolves to this CLI's own copy, so a scaffolded
- * integration builds with nothing published to a registry.
+ * `integration-platform/runtime` (and its JSX runtime) resolve to this CLI's own copy, so a
+ * scaffolded integration builds with nothing published to a registry; so does
+ * `@gitbook/runtime`, which a ported integration's tsconfig may still name as its
+ * `jsxImportSource`.
+ */
+const ownRuntime: Plugin = {
+  name: 'own-runtime',
+  setup(build) {
+    build.onResolve({ filter: /^(integration-platform|@gitbook)\/runtime(\/jsx-(dev-)?runtime)?$/ }, (args) => ({
+      path: path.join(RUNTIME, args.path.includes('/jsx-') ? 'jsx-runtime.js' : 'index.js'),
+    }));
+  },
+};
+
+/**
+ * Bundles an integration's script into one ES module, the format workerd runs. JSX is
+ * the automatic kind with this runtime as its source, unless the integration's tsconfig
+ * says otherwise; `process.env.NODE_ENV` and GitBook's `MODE` are "production", as GitBook's CLI defines them.
  */
 export async function bundleScript(entry: string): Promise<string> {
   const result = await build({
@@ -15,11 +31,15 @@ export async function bundleScript(entry: string): Promise<string> {
     platform: 'neutral',
     target: 'es2022',
     mainFields: ['module', 'main'],
+    conditions: ['workerd', 'worker', 'browser'],
     write: false,
     logLevel: 'silent',
+    jsx: 'automatic',
+    jsxImportSource: 'integration-platform/runtime',
+    define: { 'process.env.NODE_ENV': '"production"', MODE: '"production"' },
     // workerd's own modules (cloudflare:sockets) resolve in the isolate, not here.
     external: ['cloudflare:*', 'node:*'],
-    alias: { 'integration-platform/runtime': path.join(__dirname, '..', 'runtime', 'index.js') },
+    plugins: [ownRuntime],
   });
   return result.outputFiles[0]!.text;
 }

@@ -22,6 +22,10 @@ export function buildEnvironment(installation: InstallationTarget, version: { na
   const kind = targetKind(installation.target);
   const { target } = installation;
   const status = installation.status === 'deleted' ? 'paused' : installation.status;
+  const spaceSelection = kind === 'space' ? { mode: 'selected' as const, spaces: [target.space!] } : { mode: 'all' as const, spaces: [] };
+  // GitBook's shapes beside SPEC.md's flat keys: one installation, one configuration, seen from each.
+  const urls = { publicEndpoint: endpoint, publicContentEndpoint: endpoint };
+  const atTarget = { integration: installation.integration, installation: installation.id, status, configuration: installation.configuration, externalIds: [], urls };
   return {
     apiEndpoint: baseUrl,
     apiTokens: { installation: token },
@@ -33,8 +37,11 @@ export function buildEnvironment(installation: InstallationTarget, version: { na
     configuration: installation.configuration,
     urls: { publicEndpoint: endpoint },
     externalIds: [],
-    ...(kind !== 'site' && { space_selection: kind === 'space' ? { mode: 'selected' as const, spaces: [target.space!] } : { mode: 'all' as const, spaces: [] } }),
+    ...(kind !== 'site' && { space_selection: spaceSelection }),
     ...(target.space && { space: target.space }),
     ...(target.site && { site: target.site }),
+    installation: { id: installation.id, status, configuration: installation.configuration, externalIds: [], target: { organization: target.org }, space_selection: spaceSelection, urls },
+    ...(kind === 'space' && { spaceInstallation: { ...atTarget, space: target.space! } }),
+    ...(kind === 'site' && { siteInstallation: { ...atTarget, site: target.site! } }),
   };
 }

@@ -6,6 +6,7 @@ import { HOP_BY_HOP } from '../net/hop-by-hop';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { MAX_EXCHANGE_BYTES } from './workerd-process';
+import { EGRESS_FAILURE_HEADER } from './runtime-host';
 
 const EGRESS_TIMEOUT_MS = 30_000;
 /** A request body or response past MAX_EXCHANGE_BYTES is cut off: an integration's fetch is no file transfer. */
@@ -15,6 +16,9 @@ const TOO_LARGE = `exceeds ${MAX_EXCHANGE_BYTES / 1024 / 1024} MiB`;
 export const refusalBody = (message: string) => JSON.stringify({ error: 'egress_refused', message });
 /** What an isolate's fetch gets when the platform refuses it. */
 export const egressRefusal = (message: string, status = 403) => new MiniflareResponse(refusalBody(message), { status, headers: { 'content-type': 'application/json' } });
+
+/** The destination could not be reached: the isolate's fetch rejects (see RUNTIME_PRELUDE_SOURCE). */
+const unreachable = (message: string) => new MiniflareResponse(refusalBody(message), { status: 502, headers: { 'content-type': 'application/json', [EGRESS_FAILURE_HEADER]: '1' } });
 
 /**
  * The isolate's outbound fetch (its only way out): http and https only, each destination
@@ -49,7 +53,7 @@ export function createEgress(guard: DestinationGuard) {
         // Drained, not destroyed: cancelling miniflare's request stream mid-read throws in it,
         // and one left unread holds the isolate's next requests. Nothing drained is kept.
         body?.unpipe(outgoing).resume();
-        resolve(err.code === 'EBLOCKED' ? egressRefusal(err.message) : err.code === 'ETOOLARGE' ? egressRefusal(err.message, 413) : egressRefusal(`the request failed: ${err.message}`, 502));
+        resolve(err.code === 'EBLOCKED' ? egressRefusal(err.message) : err.code === 'ETOOLARGE' ? egressRefusal(err.message, 413) : unreachable(`${url.host}: ${err.message}`));
       });
       outgoing.on('response', (response) => {
         const chunks: Buffer[] = [];
@@ -62,7 +66,8 @@ export function createEgress(guard: DestinationGuard) {
         response.on('error', (err) => resolve(egressRefusal(err.message, 502)));
         response.on('end', () => {
           const answer = new Headers();
-          for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) answer.set(name, Array.isArray(value) ? value.join(', ') : value);
+          // The failure marker is the platform's word alone: a destination's own is dropped.
+          for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !HOP_BY_HOP.has(name) && name !== EGRESS_FAILURE_HEADER) answer.set(name, Array.isArray(value) ? value.join(', ') : value);
           const status = response.statusCode ?? 502;
           resolve(new MiniflareResponse(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers: [...answer] }));
         });

@@ -2,7 +2,7 @@ import type { Request as MiniflareRequest, Response as MiniflareResponse } from 
 import { cpuSecondsOf, residentBytes } from '../system/procfs';
 import { isolateProcesses, isolateStartsWaiting, isolatesStopped } from '../metrics';
 import { ISOLATE_MAX_PROCESSES } from '../config';
-import { RUNTIME_HOST_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
+import { RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 import { egressRefusal, refusalBody } from './egress';
 import type { CpuGroups } from './cpu-groups';
@@ -241,6 +241,7 @@ export class IsolatePool {
       const process = await this.starts.run(key.organization, () => WorkerdProcess.start({
         modules: [
           { name: 'host.js', type: 'ESModule', contents: RUNTIME_HOST_SOURCE },
+          { name: 'prelude.js', type: 'ESModule', contents: RUNTIME_PRELUDE_SOURCE },
           { name: 'integration.js', type: 'ESModule', contents: script },
         ],
         memoryLimitBytes: this.memoryLimit * MEMORY_KILL_FACTOR,

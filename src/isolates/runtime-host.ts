@@ -1,6 +1,25 @@
 /** How long work an integration hands to waitUntil may go on after its response. */
 export const WAIT_UNTIL_MS = 30_000;
 
+/** The header by which egress marks its answer to a request that never got one (the destination unreachable). */
+export const EGRESS_FAILURE_HEADER = 'x-platform-egress-failure';
+
+/**
+ * Evaluated before the integration's bundle: its `fetch` rejects with a TypeError, as
+ * fetch does, when the destination could not be reached (egress answers that with a 502
+ * marked EGRESS_FAILURE_HEADER). Code that catches a failed fetch would otherwise take the
+ * platform's 502 for the destination's answer, and report success where nothing was sent.
+ */
+export const RUNTIME_PRELUDE_SOURCE = `
+const platformFetch = globalThis.fetch;
+globalThis.fetch = async function fetch(input, init) {
+  const response = await platformFetch(input, init);
+  if (!response.headers.has('${EGRESS_FAILURE_HEADER}')) return response;
+  const { message } = await response.json();
+  throw new TypeError('fetch failed: ' + message);
+};
+`;
+
 /**
  * The main module of every runtime isolate: platform code around the integration's bundle
  * (`integration.js`, its default export from createIntegration()). It hands the bundle
@@ -8,6 +27,7 @@ export const WAIT_UNTIL_MS = 30_000;
  * a stack whatever escapes.
  */
 export const RUNTIME_HOST_SOURCE = `
+import './prelude.js';
 import integration from './integration.js';
 
 const entry = integration && typeof integration.fetch === 'function' ? integration : undefined;

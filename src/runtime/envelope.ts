@@ -1,7 +1,8 @@
 import { createPlatformApi, type PlatformBinding } from './api';
 import { renderComponent, type ComponentDefinition } from './components';
 import { errorResponse, ExposableError } from './errors';
-import type { IntegrationContext, IntegrationDefinition } from './index';
+import type { IntegrationContext } from './context';
+import type { IntegrationDefinition } from './definition';
 import type { FetchEvent, IntegrationEnvironment, IntegrationEvent, UIRenderEvent } from './types';
 
 /** Envelope versions this SDK speaks (the public endpoint's `{version}`). */
@@ -56,15 +57,17 @@ function rebuild(event: FetchEvent, body: Blob | undefined): Request {
  * (406 when not handled). A thrown ExposableError answers its status; anything else 500,
  * never a stack.
  */
-export async function handleEnvelope(definition: IntegrationDefinition, components: ComponentDefinition<any, any>[], request: Request, env: WorkerEnv | undefined, ctx: WorkerContext | undefined): Promise<Response> {
+export async function handleEnvelope(definition: IntegrationDefinition, components: ComponentDefinition<any, any, any, any>[], request: Request, env: WorkerEnv | undefined, ctx: WorkerContext | undefined): Promise<Response> {
   try {
     const version = new URL(request.url).pathname.replace(/^\/+|\/+$/g, '');
     if (!ENVELOPE_VERSIONS.includes(version)) return json({ error: `unsupported envelope version "${version}"; this integration speaks ${ENVELOPE_VERSIONS.join(', ')}` }, 400);
     if (request.method !== 'POST') return json({ error: 'the envelope is POSTed' }, 405);
     const { event, environment, body } = await readEnvelope(request);
+    const api = createPlatformApi(env?.platformApi, environment);
     const context: IntegrationContext = {
       environment,
-      api: createPlatformApi(env?.platformApi, environment),
+      api,
+      integration: { api, queueTask: () => Promise.reject(new ExposableError('context.integration.queueTask: integration tasks are GitBook’s, which this platform does not model', 501)) },
       waitUntil: (promise) => (ctx ? ctx.waitUntil(promise) : void promise.catch(() => undefined)),
     };
     if (event.type === 'fetch') {
@@ -75,11 +78,13 @@ export async function handleEnvelope(definition: IntegrationDefinition, componen
       const render = event as UIRenderEvent;
       const component = components.find((candidate) => candidate.componentId === render.componentId);
       if (!component) return json({ error: `no component "${String(render.componentId)}"` }, 404);
-      return json(await renderComponent(component, render, context));
+      const { body, cache } = await renderComponent(component, render, context);
+      return Response.json(body, cache ? { headers: { 'cache-control': `max-age=${Math.max(0, Math.floor(cache.maxAge))}` } } : undefined);
     }
     const handler = definition.events?.[event.type];
     if (!handler) return json({ error: `this integration does not handle ${event.type} events` }, 406);
-    await handler(event as never, context);
+    // GitBook's code may give several handlers for one type: all run.
+    await Promise.all((Array.isArray(handler) ? handler : [handler]).map((each) => each(event as never, context)));
     return new Response(null, { status: 204 });
   } catch (error) {
     return errorResponse(error);

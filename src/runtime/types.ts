@@ -27,6 +27,33 @@ export interface IntegrationEnvironment {
   space?: string;
   /** Site installations: the site. */
   site?: string;
+  /** GitBook's shape of the installation (every installation has one; its configuration is the one above). */
+  installation?: EnvironmentInstallation;
+  /** GitBook's shape of a space installation: the space, and the same configuration. */
+  spaceInstallation?: EnvironmentTargetInstallation & { space: string };
+  /** GitBook's shape of a site installation: the site, and the same configuration. */
+  siteInstallation?: EnvironmentTargetInstallation & { site: string };
+}
+
+/** `environment.installation`, as GitBook's code reads it. */
+export interface EnvironmentInstallation {
+  id: string;
+  status: InstallationStatusValue;
+  configuration: Record<string, unknown>;
+  externalIds: string[];
+  target: { organization: string };
+  space_selection: { mode: 'all' | 'selected'; spaces: string[] };
+  urls: { publicEndpoint: string; publicContentEndpoint: string };
+}
+
+/** `environment.spaceInstallation` and `siteInstallation`, as GitBook's code reads them. */
+export interface EnvironmentTargetInstallation {
+  integration: string;
+  installation: string;
+  status: InstallationStatusValue;
+  configuration: Record<string, unknown>;
+  externalIds: string[];
+  urls: { publicEndpoint: string; publicContentEndpoint: string };
 }
 
 /** What the envelope's `event` part carries for an HTTP call to the public endpoint. */
@@ -41,6 +68,8 @@ export interface UIRenderEvent {
   props: Record<string, unknown>;
   state?: Record<string, unknown>;
   action?: ComponentAction;
+  /** Where the component renders (GitBook's ContentKit context), when the caller says. */
+  context?: Record<string, unknown>;
 }
 
 export interface InstallationSetupEvent {

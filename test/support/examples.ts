@@ -16,18 +16,19 @@ export async function publishExample(
   platform: TestPlatform,
   tenant: { org: string; token: string },
   example: string,
-  options: { env?: NodeJS.ProcessEnv; edit?: (manifest: string, script: string) => [string, string] } = {},
+  options: { env?: NodeJS.ProcessEnv; edit?: (manifest: string, script: string) => [string, string]; files?: Record<string, string> } = {},
 ): Promise<string> {
   const name = `${example}-${Math.random().toString(36).slice(2, 8)}`.slice(0, 60);
   const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'platform-example-')), name);
   cpSync(path.join(EXAMPLES, example), dir, { recursive: true });
   const manifestPath = path.join(dir, 'platform-manifest.yaml');
-  const scriptPath = path.join(dir, 'src', 'index.ts');
   let manifest = readFileSync(manifestPath, 'utf8').replace(/^name: .*$/m, `name: ${name}`).replace(/^organization: .*$/m, `organization: ${tenant.org}`);
+  const scriptPath = path.join(dir, /^script: (.+)$/m.exec(manifest)?.[1] ?? 'src/index.ts');
   let script = readFileSync(scriptPath, 'utf8');
   if (options.edit) [manifest, script] = options.edit(manifest, script);
   writeFileSync(manifestPath, manifest);
   writeFileSync(scriptPath, script);
+  for (const [file, contents] of Object.entries(options.files ?? {})) writeFileSync(path.join(dir, file), contents);
   const published = await runCli(['publish'], { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME, PLATFORM_API_URL: platform.api.url, PLATFORM_TOKEN: tenant.token, ...options.env } });
   assert.equal(published.code, 0, published.stderr);
   return name;

@@ -15,10 +15,21 @@ export const PUBLIC_BODY_LIMIT = 10 * 1024 * 1024;
 const componentSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: { props: { type: 'object' }, state: { type: 'object' }, action: { type: 'object', required: ['action'], properties: { action: { type: 'string', minLength: 1 } } } },
+  properties: {
+    props: { type: 'object' },
+    state: { type: 'object' },
+    action: { type: 'object', required: ['action'], properties: { action: { type: 'string', minLength: 1 } } },
+    context: { type: 'object', description: 'Where the component renders (GitBook’s ContentKit context), handed to its code' },
+  },
 };
 
-const elementSchema = { type: 'object', required: ['type', 'state', 'props', 'element'], properties: { type: { const: 'element' }, state: { type: 'object' }, props: { type: 'object' }, element: { type: 'object' } } };
+/** A render, or an action that completed the interaction (`{type: 'complete', returnValue?}`, GitBook's). */
+const elementSchema = {
+  oneOf: [
+    { type: 'object', required: ['type', 'state', 'props', 'element'], properties: { type: { const: 'element' }, state: { type: 'object' }, props: { type: 'object' }, element: {} } },
+    { type: 'object', required: ['type'], properties: { type: { const: 'complete' }, returnValue: { type: 'object' } } },
+  ],
+};
 
 /** An isolate that failed is the platform's problem to report: 502/504 in the platform's error shape. */
 async function invoking(call: () => Promise<IsolateAnswer>): Promise<IsolateAnswer> {
@@ -70,7 +81,7 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
   );
 
-  routes.add<{ props?: Record<string, unknown>; state?: Record<string, unknown>; action?: { action: string } }>(
+  routes.add<{ props?: Record<string, unknown>; state?: Record<string, unknown>; action?: { action: string }; context?: Record<string, unknown> }>(
     {
       method: 'post',
       path: '/v1/installations/:id/components/:componentId',
@@ -84,13 +95,15 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       if (!installation) throw notFound('installation');
       requireMember(caller, installation.target.org, 'installation');
       refusePaused(installation);
-      const answer = await invoking(() => deps.runtime.invoke(installation, { type: 'ui_render', componentId: params.componentId, props: body.props ?? {}, state: body.state, action: body.action }));
+      const answer = await invoking(() => deps.runtime.invoke(installation, { type: 'ui_render', componentId: params.componentId, props: body.props ?? {}, state: body.state, action: body.action, context: body.context }));
       // Code that skips the SDK may answer anything: what is no JSON is the integration's failure.
       const parsed = jsonOf(answer.body) as { error?: string } | null | undefined;
       if (answer.status === 404) throw notFound(`component ${params.componentId}`);
       if (answer.status >= 400 && answer.status < 500) throw new ApiError(answer.status, 'integration_refused', parsed?.error ?? `the integration answered ${answer.status}`);
       if (answer.status !== 200 || parsed === undefined) throw new ApiError(502, 'integration_failed', `the integration answered ${answer.status}${parsed?.error ? `: ${parsed.error}` : parsed === undefined ? ' without JSON' : ''}`);
-      return { status: 200, body: parsed };
+      // How long the code said its render may be kept (setCache): by this member only.
+      const maxAge = /max-age=(\d+)/.exec(String(answer.headers['cache-control'] ?? ''))?.[1];
+      return { status: 200, body: parsed, ...(maxAge && { headers: { 'cache-control': `private, max-age=${maxAge}` } }) };
     },
   );
 }
