@@ -95,8 +95,7 @@ const cases: [string, string, string, number, RegExp][] = [
   ['external link without label', manifest('externalLinks:\n  - url: https://docs.dev'), 'externalLinks[0].label', 8, /is required/],
   ['external link with unknown key', manifest('externalLinks:\n  - label: Docs\n    url: https://docs.dev\n    ulr: x'), 'externalLinks[0].ulr', 10, /did you mean "url"\?/],
   // configurations
-  ['configuration key other than account and site', manifest('configurations:\n  space:\n    properties: {}'), 'configurations.space', 8, /unknown key "space"/],
-  ['configuration without properties', manifest('configurations:\n  account:\n    required: []'), 'configurations.account.properties', 8, /is required/],
+  ['configuration key other than account, space and site', manifest('configurations:\n  spaces:\n    properties: {}'), 'configurations.spaces', 8, /unknown key "spaces"; did you mean "space"\?/],
   ['property without type', manifest(prop('title: P')), 'configurations.account.properties.p.type', 10, /is required/],
   ['property of an unknown type', manifest(prop('type: date')), 'configurations.account.properties.p.type', 11, /one of: string, number, boolean, button/],
   ['enum on a number', manifest(prop('type: number\nenum: [1, 2]')), 'configurations.account.properties.p.enum', 12, /only allowed on string properties/],
@@ -115,7 +114,13 @@ const cases: [string, string, string, number, RegExp][] = [
   ['completion_url not a path', manifest(prop('type: string\ncompletion_url: options')), 'configurations.account.properties.p.completion_url', 12, /starting with a single \//],
   ['callback_url not a path', manifest(prop('type: button\nbutton_text: Go\ncallback_url: https://x')), 'configurations.account.properties.p.callback_url', 13, /starting with a single \//],
   ['callback_url to another host', manifest(prop('type: button\nbutton_text: Go\ncallback_url: //evil.example/cb')), 'configurations.account.properties.p.callback_url', 13, /starting with a single \//],
-  ['a button listed in required', manifest(`${prop('type: button\nbutton_text: Go\ncallback_url: /oauth')}\n    required: [p]`), 'configurations.account.required[0]', 14, /is a button, which holds no value/],
+  // GitBook's fields, where they are wrong
+  ['a target no platform has', manifest('target: everywhere'), 'target', 7, /must be one of: organization, space, site, all/],
+  ['urlUnfurl that is not a list', manifest('blocks:\n  - id: card\n    title: Card\n    urlUnfurl: https://example.com'), 'blocks[0].urlUnfurl', 10, /must be array/],
+  ['a markdown block without its body', manifest('blocks:\n  - id: card\n    title: Card\n    markdown:\n      codeblock: mermaid'), 'blocks[0].markdown.body', 10, /is required/],
+  ['a configuration with properties and a componentId', manifest(`${prop('type: string')}\n    componentId: config`), 'configurations.account', 8, /properties or a componentId that renders it, not both/],
+  ['a configuration with neither properties nor a componentId', manifest('configurations:\n  space:\n    required: []'), 'configurations.space', 8, /needs properties, or a componentId that renders it/],
+  ['an environment of a bad name', manifest('envs:\n  "dev steeve":\n    organization: other'), 'envs.dev steeve', 8, /not a valid name|must match pattern/],
   ['a property named __proto__', manifest('configurations:\n  account:\n    properties:\n      __proto__: { type: string }'), 'configurations.account.properties.__proto__', 10, /not __proto__/],
   ['external link with spaces', manifest('externalLinks:\n  - label: Docs\n    url: "https://a b"'), 'externalLinks[0].url', 9, /https:\/\/ URL|not a valid URL/],
   ['an alias bomb', manifest(`a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [${Array(10).fill('*a').join(', ')}]\nc: &c [${Array(10).fill('*b').join(', ')}]\nd: [${Array(10).fill('*c').join(', ')}]`), '(yaml)', 1, /alias/i],
@@ -171,6 +176,13 @@ describe('manifest validation', function () {
     assert.deepEqual(errors, []);
     assert.deepEqual(warnings.map((w) => [w.path, w.line]), [['previewImages[2]', 8]]);
     assert.match(warnings[0]!.message, /800 x 800; previews should be 2:1 \(1600 x 800 recommended\)/);
+  });
+
+  it('checks a configuration rendered by a component against the components the script registers', function () {
+    const text = manifest('configurations:\n  account:\n    componentId: config');
+    assert.deepEqual(validateManifest(text, { componentIds: ['config'] }).errors, []);
+    const { errors } = validateManifest(text, { componentIds: ['card'] });
+    assert.deepEqual(errors.map((e) => [e.path, e.line, e.message]), [['configurations.account.componentId', 9, 'the script registers no component "config"; it registers: card']]);
   });
 
   it('lets only the platform’s own integrations request internal scopes', function () {

@@ -178,7 +178,7 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     assert.equal((await platform.http('POST', `/v1/installations/${one.id}/oauth/connect`, { token: stranger.token })).status, 404);
   });
 
-  it('runs GitBook’s style too: URLs made from the installation, extractCredentials given the parsed answer, getOAuthToken refreshing an expired token', async function () {
+  it('runs GitBook’s style too: a required connect button, URLs made from the installation, extractCredentials given the parsed answer, getOAuthToken refreshing an expired token', async function () {
     const gitbookStyle = `import { createIntegration, createOAuthHandler, getOAuthToken, type OAuthResponse } from 'integration-platform/runtime';
 const config = (context) => ({
   clientId: 'client-2',
@@ -201,8 +201,9 @@ export default createIntegration({
   },
 });
 `;
-    const styled = await publishExample(platform, tenant, 'oauth', { env: { OAUTH_CLIENT_ID: 'client-2', OAUTH_CLIENT_SECRET: 'secret-1', OAUTH_PROVIDER_URL: provider.url }, edit: (manifest) => [manifest.replace('    properties:\n', '    properties:\n      connected_with: { type: string, title: Token type }\n'), gitbookStyle] });
+    const styled = await publishExample(platform, tenant, 'oauth', { env: { OAUTH_CLIENT_ID: 'client-2', OAUTH_CLIENT_SECRET: 'secret-1', OAUTH_PROVIDER_URL: provider.url }, edit: (manifest) => [manifest.replace('    properties:\n', '    properties:\n      connected_with: { type: string, title: Token type }\n').replace('secrets:', '    required: [connect]\nsecrets:'), gitbookStyle] });
     const installation = await install(platform, tenant, styled);
+    assert.equal(installation.status, 'pending', 'a required button holds no value until its flow has stored credentials');
     const authorize = await connect(installation);
     assert.equal(authorize.searchParams.get('for'), installation.id);
     const done = await fetch((await follow(authorize.toString())).headers.get('location')!);
@@ -210,6 +211,7 @@ export default createIntegration({
     assert.equal(provider.exchanges.at(-1)!.client_id, 'client-2');
     const stored = () => platform.stores.installations.targets([installation.id]).then((found) => found.get(installation.id)!.configuration as any);
     assert.equal((await stored()).connected_with, 'bearer');
+    assert.equal((await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token })).body.status, 'active', 'connected, it is active');
     assert.equal((await stored()).oauth_credentials.refresh_token, 'ref_1');
     // Issued to expire in 1 s: within getOAuthToken's 10 s, so it is refreshed, and the refresh stored.
     const token = await fetch(`${installation.urls.publicEndpoint}/token`);

@@ -3,6 +3,7 @@ import { INSTALLATION_ID } from '../ids';
 import { maskCredentials, OAUTH_CREDENTIALS, type Configuration } from '../integrations/configuration';
 import { publicEndpoint } from '../integrations/environment';
 import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
+import { refusedTarget } from '../integrations/installation-rules';
 import { newInstallationId } from '../ids';
 import { assertWebhookDestination } from '../webhooks/url-guard';
 import { configureUpdate, deleteUpdate, installationWorkflow, installationWorkflowId, newInstallationState, type InstallationView } from '../workflows/installation';
@@ -86,6 +87,8 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     const integration = await catalog.state(name);
     // Not installable there answers like a missing integration: private names do not leak.
     if (!integration?.summary || !catalog.installable(integration, target, request.installLink)) throw notFound('integration');
+    const refused = refusedTarget(integration.summary.target, target);
+    if (refused) throw badRequest(`${integration.name} ${refused}`, [{ field: 'target', message: refused }]);
     const configuration = request.configuration ?? {};
     refuseHandSetCredentials(caller, configuration);
     if (integration.name === WEBHOOK_INTEGRATION) await checkWebhookConfiguration(target, configuration);

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { makeDirectory } from '../make-directory';
 import { createInterface } from 'node:readline/promises';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { MANIFEST_FILE, validateManifest } from '../manifest/validate';
 import { MAX_SCRIPT_BYTES, type Manifest, type ManifestIssue } from '../manifest/types';
 import { inspectScript } from '../isolates/inspect-script';
@@ -50,14 +50,34 @@ export interface CheckedIntegration {
 const located = (file: string, issue: { line: number; column: number; path: string; message: string }, kind = '') => `${file}:${issue.line}:${issue.column} ${kind}${issue.path === '(yaml)' || issue.path === '(root)' ? '' : `${issue.path}: `}${issue.message}`;
 
 /**
- * The server's own validation, run locally: the manifest, then the script bundled and
- * loaded the way the platform will load it. Errors are printed as `file:line:col message`.
+ * The manifest with `envs.<name>` merged over it (GitBook's environments: another
+ * organization, other secrets, say), as the text the server validates; the positions of
+ * problems are then those of that text, which the CLI names.
  */
-export async function checkIntegration(terminal: Terminal, dirArg = '.'): Promise<CheckedIntegration> {
+function manifestForEnv(text: string, name: string): string {
+  let manifest: Record<string, unknown> | null;
+  try {
+    manifest = parse(text) as Record<string, unknown> | null;
+  } catch {
+    return text; // The validation reports the YAML error with its position.
+  }
+  const envs = (manifest?.envs ?? {}) as Record<string, Record<string, unknown>>;
+  if (!Object.prototype.hasOwnProperty.call(envs, name)) throw new CliError(`${MANIFEST_FILE} has no envs.${name}`, `its environments: ${Object.keys(envs).join(', ') || '(none)'}`, 2);
+  const { envs: _envs, ...base } = manifest!;
+  return stringify({ ...base, ...envs[name] });
+}
+
+/**
+ * The server's own validation, run locally: the manifest (with an environment's part
+ * merged over it), then the script bundled and loaded the way the platform will load it.
+ * Errors are printed as `file:line:col message`.
+ */
+export async function checkIntegration(terminal: Terminal, dirArg = '.', env?: string): Promise<CheckedIntegration> {
   const dir = path.resolve(dirArg);
   const manifestPath = path.join(dir, MANIFEST_FILE);
   if (!existsSync(manifestPath)) throw new CliError(`no ${MANIFEST_FILE} in ${dir}`, 'run it in an integration directory, or create one with platform new <name>');
-  const manifestText = readFileSync(manifestPath, 'utf8');
+  const manifestText = env === undefined ? readFileSync(manifestPath, 'utf8') : manifestForEnv(readFileSync(manifestPath, 'utf8'), env);
+  const manifestName = env === undefined ? MANIFEST_FILE : `${MANIFEST_FILE} (with envs.${env} merged)`;
   let script: unknown;
   try {
     script = (parse(manifestText) as { script?: unknown } | null)?.script;
@@ -88,8 +108,8 @@ export async function checkIntegration(terminal: Terminal, dirArg = '.'): Promis
   }
   const readFile = (file: string) => (existsSync(path.join(dir, file)) ? readFileSync(path.join(dir, file)) : undefined);
   const result = validateManifest(manifestText, { readFile, componentIds: bundle ? componentIds : undefined });
-  for (const warning of result.warnings) terminal.print(located(MANIFEST_FILE, warning, 'warning: '));
-  const errors = [...result.errors.map((issue) => located(MANIFEST_FILE, issue)), ...scriptErrors];
+  for (const warning of result.warnings) terminal.print(located(manifestName, warning, 'warning: '));
+  const errors = [...result.errors.map((issue) => located(manifestName, issue)), ...scriptErrors];
   if (errors.length || !result.manifest) throw new CliError(`${errors.join('\n')}\n${errors.length} error(s)`, `fix them and run platform check again`);
   return { dir, manifestText, manifest: result.manifest, bundle, componentIds, warnings: result.warnings };
 }
@@ -110,11 +130,11 @@ export function substituteSecrets(manifest: Manifest, env: NodeJS.ProcessEnv): R
   return values;
 }
 
-export async function publishIntegration(terminal: Terminal, api: ApiClient, env: NodeJS.ProcessEnv, dirArg = '.'): Promise<{ name: string; version: number }> {
+export async function publishIntegration(terminal: Terminal, api: ApiClient, env: NodeJS.ProcessEnv, dirArg = '.', manifestEnv?: string): Promise<{ name: string; version: number }> {
   terminal.progress('Checking…');
-  const checked = await checkIntegration(terminal, dirArg);
+  const checked = await checkIntegration(terminal, dirArg, manifestEnv);
   const secrets = substituteSecrets(checked.manifest, env);
-  const files = [checked.manifest.icon, ...(checked.manifest.previewImages ?? [])].filter((file): file is string => typeof file === 'string');
+  const files = [checked.manifest.icon, ...(checked.manifest.previewImages ?? []), ...(checked.manifest.blocks ?? []).map((block) => block.icon)].filter((file): file is string => typeof file === 'string');
   const assets = Object.fromEntries(files.map((file) => [file, readFileSync(path.join(checked.dir, file)).toString('base64')]));
   terminal.progress(`Uploading ${checked.manifest.name} to ${api.baseUrl}…`);
   const published = await api.request<{ name: string; version: number }>('POST', '/v1/integrations', { manifest: checked.manifestText, script: checked.bundle ?? '', assets, secrets });

@@ -12,8 +12,8 @@ const USAGE = `platform: build, publish and operate integrations
 
 Usage:
   platform new <name> [--organization <org>]
-  platform check [dir]
-  platform publish [dir]
+  platform check [dir] [--env <name>]
+  platform publish [dir] [--env <name>]      --env: the manifest's envs.<name> merged over it
   platform integrations list
   platform install <name> --org <org> [--space <id> | --site <id>] [--install-link <token>]
   platform config set <installation> key=value [key=value …]
@@ -58,6 +58,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       space: { type: 'string' },
       site: { type: 'string' },
       'install-link': { type: 'string' },
+      env: { type: 'string' },
     },
   });
   const [group, command, id] = positionals;
@@ -75,11 +76,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     case 'new':
       return newIntegration(terminal, process.cwd(), command, values.organization);
     case 'check': {
-      const checked = await checkIntegration(terminal, command);
+      const checked = await checkIntegration(terminal, command, values.env);
       return print(`${checked.manifest.name} is valid${checked.bundle ? ` (components: ${checked.componentIds.join(', ') || 'none'})` : ''}`);
     }
     case 'publish':
-      return void (await publishIntegration(terminal, api, env, command));
+      return void (await publishIntegration(terminal, api, env, command, values.env));
     case 'install':
       return install(api, output, command, { org: org(), space: values.space, site: values.site }, values['install-link']);
   }

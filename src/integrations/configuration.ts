@@ -8,9 +8,14 @@ export type PropertyDefinition =
   | { type: 'boolean'; title?: string; description?: string; default?: boolean }
   | { type: 'button'; title?: string; description?: string; button_text: string; callback_url: string };
 
+/**
+ * A manifest's configuration: properties (SPEC.md), or a component of the script that
+ * renders it (GitBook's `componentId`), which takes any keys.
+ */
 export interface ConfigurationSchema {
-  properties: Record<string, PropertyDefinition>;
+  properties?: Record<string, PropertyDefinition>;
   required?: string[];
+  componentId?: string;
 }
 
 export type Configuration = Record<string, unknown>;
@@ -31,10 +36,13 @@ export interface FieldIssue {
  */
 export function checkPatch(schema: ConfigurationSchema, patch: Configuration): FieldIssue[] {
   const issues: FieldIssue[] = [];
+  const properties = schema.properties ?? {};
   for (const [field, value] of Object.entries(patch)) {
-    const definition = Object.prototype.hasOwnProperty.call(schema.properties, field) ? schema.properties[field] : undefined;
+    const definition = Object.prototype.hasOwnProperty.call(properties, field) ? properties[field] : undefined;
+    // Rendered by a component, a configuration takes what its code stores.
+    if (!definition && schema.componentId) continue;
     if (!definition) {
-      issues.push({ field, message: `unknown property; known: ${Object.keys(schema.properties).join(', ')}` });
+      issues.push({ field, message: `unknown property; known: ${Object.keys(properties).join(', ')}` });
       continue;
     }
     if (value === null) continue;
@@ -68,10 +76,18 @@ export function applyPatch(configuration: Configuration, patch: Configuration): 
   return next;
 }
 
-/** Required properties that hold no value (an empty string counts as none). */
+/**
+ * Required properties that hold no value (an empty string counts as none). A required
+ * button (GitBook's OAuth "connect") holds one once its flow has stored credentials.
+ */
 export function missingRequired(schema: ConfigurationSchema, configuration: Configuration): string[] {
   const has = (field: string) => Object.prototype.hasOwnProperty.call(configuration, field);
-  return (schema.required ?? []).filter((field) => !has(field) || configuration[field] === undefined || configuration[field] === '');
+  return (schema.required ?? []).filter((field) => (schema.properties?.[field]?.type === 'button' ? !credentialsStored(configuration) : !has(field) || configuration[field] === undefined || configuration[field] === ''));
+}
+
+function credentialsStored(configuration: Configuration): boolean {
+  const credentials = configuration[OAUTH_CREDENTIALS];
+  return typeof credentials === 'object' && credentials !== null && Object.keys(credentials).length > 0;
 }
 
 /** Where an integration's OAuth flow stores what the provider gave it (SPEC.md). */

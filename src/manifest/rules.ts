@@ -57,12 +57,21 @@ function propertyRules(base: Segment[], definition: Record<string, unknown>): Ru
   return issues;
 }
 
-function configurationRules(manifest: Record<string, unknown>): RuleIssue[] {
+function configurationRules(manifest: Record<string, unknown>, context: RuleContext): RuleIssue[] {
   const issues: RuleIssue[] = [];
   const configurations = manifest.configurations;
   if (!isObject(configurations)) return issues;
   for (const [scope, configuration] of Object.entries(configurations)) {
-    if (!isObject(configuration) || !isObject(configuration.properties)) continue;
+    if (!isObject(configuration)) continue;
+    // GitBook's configuration rendered by a component: instead of properties, never beside them.
+    const rendered = typeof configuration.componentId === 'string';
+    if (rendered === isObject(configuration.properties)) {
+      issues.push({ path: ['configurations', scope], message: rendered ? 'takes properties or a componentId that renders it, not both' : 'needs properties, or a componentId that renders it', atKey: true });
+    }
+    if (rendered && context.componentIds && !context.componentIds.includes(configuration.componentId as string)) {
+      issues.push({ path: ['configurations', scope, 'componentId'], message: `the script registers no component "${String(configuration.componentId)}"; it registers: ${context.componentIds.join(', ') || '(none)'}` });
+    }
+    if (!isObject(configuration.properties)) continue;
     const properties = configuration.properties;
     for (const [name, definition] of Object.entries(properties)) {
       if (isObject(definition)) issues.push(...propertyRules(['configurations', scope, 'properties', name], definition));
@@ -70,10 +79,9 @@ function configurationRules(manifest: Record<string, unknown>): RuleIssue[] {
     if (Array.isArray(configuration.required)) {
       configuration.required.forEach((name, i) => {
         if (typeof name !== 'string') return;
+        // A required button (GitBook's OAuth connect) is met once its flow has stored credentials.
         if (!Object.prototype.hasOwnProperty.call(properties, name)) {
           issues.push({ path: ['configurations', scope, 'required', i], message: `names no property; properties: ${Object.keys(properties).join(', ') || '(none)'}` });
-        } else if ((properties[name] as { type?: unknown }).type === 'button') {
-          issues.push({ path: ['configurations', scope, 'required', i], message: `"${name}" is a button, which holds no value: it cannot be required` });
         }
       });
     }
@@ -123,6 +131,7 @@ function blockRules(manifest: Record<string, unknown>, context: RuleContext): Ru
     if (context.componentIds && !context.componentIds.includes(block.id)) {
       issues.push({ path: ['blocks', i, 'id'], message: `the script registers no component "${block.id}"; it registers: ${context.componentIds.join(', ') || '(none)'}` });
     }
+    issues.push(...assetRule(['blocks', i, 'icon'], block.icon, context, false));
   });
   return issues;
 }
@@ -131,7 +140,7 @@ function blockRules(manifest: Record<string, unknown>, context: RuleContext): Ru
 export function manifestRules(manifest: Record<string, unknown>, context: RuleContext): RuleIssue[] {
   return [
     ...scopeRules(manifest, context),
-    ...configurationRules(manifest),
+    ...configurationRules(manifest, context),
     ...blockRules(manifest, context),
     ...linkRules(manifest),
     ...assetRule(['icon'], manifest.icon, context, false),

@@ -13,7 +13,16 @@ export interface Block {
   id: string;
   title: string;
   description?: string;
+  icon?: string;
+  /** URL patterns whose links it unfurls (GitBook's). */
+  urlUnfurl?: string[];
+  /** The Markdown code block it stands for (GitBook's). */
+  markdown?: { codeblock: string; body: string };
 }
+
+/** Where an integration installs (GitBook's `target`): space and site ones also on a whole organization. */
+export const INTEGRATION_TARGETS = ['organization', 'space', 'site', 'all'] as const;
+export type IntegrationTarget = (typeof INTEGRATION_TARGETS)[number];
 
 /** A parsed, valid `platform-manifest.yaml`. */
 export interface Manifest {
@@ -24,15 +33,18 @@ export interface Manifest {
   organization: string;
   visibility: Visibility;
   scopes: string[];
+  target?: IntegrationTarget;
   script?: string;
   blocks?: Block[];
   categories?: string[];
   icon?: string;
   previewImages?: string[];
   externalLinks?: { label: string; url: string }[];
-  configurations?: { account?: ConfigurationSchema; site?: ConfigurationSchema };
+  configurations?: { account?: ConfigurationSchema; space?: ConfigurationSchema; site?: ConfigurationSchema };
   /** Secret name -> `${{ env.NAME }}`. */
   secrets?: Record<string, string>;
+  /** Parts of the manifest by environment name, merged over it by the CLI's `--env` (GitBook's). */
+  envs?: Record<string, Record<string, unknown>>;
 }
 
 /** One broken rule, located in the YAML text. */

@@ -34,6 +34,8 @@ export interface IntegrationSummary {
   eventTypes?: string[];
   categories?: string[];
   blocks?: Manifest['blocks'];
+  /** Where it installs (GitBook's target); anywhere when absent. */
+  target?: Manifest['target'];
   externalLinks?: Manifest['externalLinks'];
   configurations?: Manifest['configurations'];
   updatedAt: string;
@@ -104,6 +106,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
         description: manifest.description,
         summary: manifest.summary,
         scopes: manifest.scopes,
+        ...(manifest.target && { target: manifest.target }),
         eventTypes,
         categories: manifest.categories,
         blocks: manifest.blocks,
