@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { integrationVersionWorkflowId, versionQuery } from '../src/workflows/integration';
 import { parseAssignments } from '../src/cli/integrations';
 import { substituteSecrets } from '../src/cli/authoring';
+import { bundleScript } from '../src/cli/bundle';
 import { temporal } from '@temporalio/proto';
 import { TestPlatform } from './support/platform';
 import { runCli } from './support/cli';
@@ -91,6 +92,20 @@ describe('the authoring CLI, end to end', function () {
     assert.match(answer.stderr, /platform-manifest\.yaml:1:1 visibility: is required/);
     assert.match(answer.stderr, /platform-manifest\.yaml:5:1 visibilty: unknown key "visibilty"; did you mean "visibility"\?/);
     assert.match(answer.stderr, /2 error\(s\)/);
+  });
+
+  it('bundles as GitBook’s CLI does: a package’s browser build over its Node one, `.raw.js` files as text, JSX with this runtime', async function () {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'platform-bundle-'));
+    const pkg = path.join(root, 'node_modules', 'two-builds');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(path.join(pkg, 'package.json'), JSON.stringify({ name: 'two-builds', main: 'node.js', browser: 'browser.js' }));
+    writeFileSync(path.join(pkg, 'node.js'), "import http from 'http'; export const build = 'node ' + typeof http;");
+    writeFileSync(path.join(pkg, 'browser.js'), "export const build = 'browser';");
+    writeFileSync(path.join(root, 'widget.raw.js'), 'window.widget = 1;');
+    writeFileSync(path.join(root, 'index.tsx'), "import { build } from 'two-builds';\nimport widget from './widget.raw.js';\nexport const parts = [build, widget, <text>hi</text>];\n");
+    const bundle = await bundleScript(path.join(root, 'index.tsx'));
+    const { parts } = await import(`data:text/javascript;base64,${Buffer.from(bundle).toString('base64')}`);
+    assert.deepEqual(parts, ['browser', 'window.widget = 1;', { type: 'text', children: ['hi'] }]);
   });
 
   it('parses key=value as JSON where it parses and as text otherwise; reads only listed variables', function () {

@@ -77,6 +77,7 @@ describe('an integration written as for GitBook, published with the CLI', functi
     assert.equal(body.spaceInstallation.installation, installation.id);
     assert.deepEqual(body.spaceInstallation.configuration, body.installation.configuration);
     assert.equal(body.siteInstallation, undefined);
+    assert.equal(body.contentEndpoint, installation.urls.publicEndpoint, 'where its web frames load');
   });
 
   it('answers its ExposableError with its status, and a GitBook call this platform does not model with an error naming it', async function () {

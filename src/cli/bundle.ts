@@ -21,7 +21,8 @@ const ownRuntime: Plugin = {
 /**
  * Bundles an integration's script into one ES module, the format workerd runs. JSX is
  * the automatic kind with this runtime as its source, unless the integration's tsconfig
- * says otherwise; `process.env.NODE_ENV` and GitBook's `MODE` are "production", as GitBook's CLI defines them.
+ * says otherwise; `process.env.NODE_ENV` and GitBook's `MODE` are "production", as GitBook's CLI defines them;
+ * packages resolve and files load as its bundler has them.
  */
 export async function bundleScript(entry: string): Promise<string> {
   const result = await build({
@@ -30,8 +31,12 @@ export async function bundleScript(entry: string): Promise<string> {
     format: 'esm',
     platform: 'neutral',
     target: 'es2022',
-    mainFields: ['module', 'main'],
-    conditions: ['workerd', 'worker', 'browser'],
+    // Packages' worker and browser builds before their Node ones, as GitBook's CLI picks them
+    // (a GraphQL client's node build pulls in node:http, which an isolate does not have).
+    mainFields: ['worker', 'browser', 'module', 'jsnext', 'main'],
+    conditions: ['workerd', 'worker', 'browser', 'import', 'production'],
+    // `import script from './widget.raw.js'`: the file's text, as GitBook's CLI loads it.
+    loader: { '.raw.js': 'text', '.raw.css': 'text' },
     write: false,
     logLevel: 'silent',
     jsx: 'automatic',

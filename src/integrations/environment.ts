@@ -29,7 +29,7 @@ export function buildEnvironment(installation: InstallationTarget, version: { na
   return {
     apiEndpoint: baseUrl,
     apiTokens: { installation: token },
-    integration: { name: version.name, version: version.version, scopes: installation.scopes, urls: { publicEndpoint: endpoint } },
+    integration: { name: version.name, version: version.version, scopes: installation.scopes, urls },
     secrets: version.secrets,
     id: installation.id,
     target: kind === 'organization' ? `organization:${target.org}` : kind === 'space' ? `space:${target.space}` : `site:${target.site}`,

@@ -10,7 +10,8 @@ export interface IntegrationEnvironment {
   apiEndpoint: string;
   /** The installation's token for the platform API, limited to its own installation and scopes. */
   apiTokens: { installation: string };
-  integration: { name: string; version: number; scopes: string[]; urls: { publicEndpoint: string } };
+  /** The integration; `publicContentEndpoint` is GitBook's name for where its web frames load (the public endpoint here). */
+  integration: { name: string; version: number; scopes: string[]; urls: { publicEndpoint: string; publicContentEndpoint: string } };
   /** The manifest's `secrets`, as substituted at publish. */
   secrets: Record<string, string>;
   /** The installation's id. */

@@ -44,8 +44,8 @@ const handleFetch: FetchEventCallback<Context> = async (request, context) => {
   logger.info(`${request.method} ${path}`);
   switch (path) {
     case '/environment': {
-      const { installation, spaceInstallation, siteInstallation } = context.environment;
-      return Response.json({ installation, spaceInstallation, siteInstallation, mode: process.env.NODE_ENV });
+      const { installation, spaceInstallation, siteInstallation, integration } = context.environment;
+      return Response.json({ installation, spaceInstallation, siteInstallation, contentEndpoint: integration.urls.publicContentEndpoint, mode: process.env.NODE_ENV });
     }
     case '/teapot':
       throw new ExposableError('I am a teapot', 418);
