@@ -123,13 +123,14 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
  * every 2 s until it is filled or the worker stops.
  */
 async function fillDirectoryReadModel({ client, stores, logger }: Pick<WorkerOptions, 'client' | 'stores' | 'logger'>, stopped: AbortSignal): Promise<void> {
-  while (!stopped.aborted && (await stores.directory.lacksEntries())) {
+  while (!stopped.aborted) {
     try {
+      if (!(await stores.directory.lacksEntries())) return;
       const { orgs, users } = await client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(directoryQuery);
       await stores.directory.save({ orgs: Object.values(orgs), users: Object.values(users) });
       return;
     } catch (err) {
-      // No directory yet (the API starts it), or no answer yet: the next round tries again.
+      // No directory yet (the API starts it), no answer yet, or the delivery log down: the next round tries again.
       logger.debug({ err: (err as Error).message }, 'directory read model not filled yet');
       await sleep(2000, undefined, { signal: stopped }).catch(() => undefined);
     }

@@ -89,7 +89,11 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   child.stderr!.on('data', lines);
   const address = `${ip}:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitUntilServing(address, child, () => said.join(' | '));
+  // One that did not serve in time is stopped: it must not come up later beside its retry.
+  await waitUntilServing(address, child, () => said.join(' | ')).catch(async (err: unknown) => {
+    await stopChild(child);
+    throw err;
+  });
   return {
     address,
     pid: child.pid,
