@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
+import { Connection } from '@temporalio/client';
+import pino from 'pino';
 import { childrenOf, isAlive } from '../src/system/procfs';
+import { SupervisedDevServer } from '../src/temporal/supervised-dev-server';
 import { waitFor } from './support/platform';
 import { answer, comm, embedded, healthy } from './support/embedded';
 
@@ -66,5 +69,38 @@ describe('the embedded default supervises its dev server', function () {
     // Temporal may answer /healthz a moment before the supervisor has seen its restart succeed.
     await healthy(base, 90_000);
     await waitFor(async () => ((await answer(base, 'GET', '/livez')).status === 200 ? true : undefined), 30_000, '/livez to recover', 200);
+  });
+});
+
+describe('the embedded default’s first start of its dev server', function () {
+  this.timeout(120_000);
+  const logger = pino({ level: 'silent' });
+
+  /** A CLI that panics as the real one does when a port it picked is taken, `panics` times, then runs the real one. */
+  function panickingCli(panics: number): string {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-panicking-'));
+    const cli = path.join(dir, 'temporal');
+    const count = path.join(dir, 'count');
+    writeFileSync(
+      cli,
+      `#!/bin/sh\nn=$(cat '${count}' 2>/dev/null || echo 0)\necho $((n + 1)) > '${count}'\nif [ "$n" -lt ${panics} ]; then\n  echo 'panic: listen tcp 127.0.0.1:43123: bind: address already in use' >&2\n  echo 'goroutine 1 [running]:' >&2\n  echo '\tmain.main()' >&2\n  exit 2\nfi\nexec '${process.env.TEMPORAL_CLI_RESOLVED}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    return cli;
+  }
+
+  it('starts it again when it exits before serving (a port it picked for itself taken meanwhile)', async function () {
+    const server = await SupervisedDevServer.start({ cliPath: panickingCli(2), namespace: 'default' }, logger);
+    try {
+      const connection = await Connection.connect({ address: server.address });
+      await connection.workflowService.getSystemInfo({});
+      await connection.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('gives up after three tries, saying its panic rather than only the stack that followed', async function () {
+    await assert.rejects(SupervisedDevServer.start({ cliPath: panickingCli(3), namespace: 'default' }, logger), /exited with code 2 before serving: panic: listen tcp 127\.0\.0\.1:43123: bind: address already in use/);
   });
 });

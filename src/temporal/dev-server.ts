@@ -30,6 +30,9 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/** The dev server's process exited before it served: a start that may well succeed when tried again. */
+export class DevServerExitedError extends Error {}
+
 /** Listens on `ip:port` (0: any free port) and closes again; answers the port it had, or why not naming `setting`. */
 async function bindOnce(ip: string, port: number, setting: string): Promise<number> {
   const server = net.createServer();
@@ -77,10 +80,13 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   }
   // Tied to this process: a crash of the platform leaves no dev server holding its ports.
   const child = spawn(...tiedToParent(options.cliPath, args), { stdio: ['ignore', 'pipe', 'pipe'] });
-  // The last lines it wrote: why it stopped, if it stops before serving (a port taken, say).
+  // Why it stopped, if it stops before serving: its first panic or error line (a Go panic
+  // ends with a stack that says nothing), and the last lines it wrote.
   const said: string[] = [];
+  let firstError: string | undefined;
   const lines = (chunk: Buffer) =>
     chunk.toString().split('\n').filter(Boolean).forEach((line) => {
+      if (!firstError && /^(panic|fatal|error)\b/i.test(line.trim())) firstError = line.trim();
       said.push(line);
       if (said.length > 5) said.shift();
       options.onLog?.(line);
@@ -90,7 +96,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const address = `${ip}:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // One that did not serve in time is stopped: it must not come up later beside its retry.
-  await waitUntilServing(address, child, () => said.join(' | ')).catch(async (err: unknown) => {
+  await waitUntilServing(address, child, () => [firstError, ...said.filter((line) => line.trim() !== firstError)].filter(Boolean).join(' | ')).catch(async (err: unknown) => {
     await stopChild(child);
     throw err;
   });
@@ -107,7 +113,7 @@ async function waitUntilServing(address: string, child: ChildProcess, said: () =
   const deadline = Date.now() + timeoutMs;
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
-  const stopped = () => new Error(`temporal server start-dev exited with code ${exited} before serving${said() ? `: ${said()}` : ''}`);
+  const stopped = () => new DevServerExitedError(`temporal server start-dev exited with code ${exited} before serving${said() ? `: ${said()}` : ''}`);
   for (;;) {
     if (exited !== undefined) throw stopped();
     try {

@@ -1,11 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logger';
-import { startDevServer, type DevServer, type DevServerOptions } from './dev-server';
+import { DevServerExitedError, startDevServer, type DevServer, type DevServerOptions } from './dev-server';
 
 /** Waits before each restart of a dev server that died: doubling from half a second, at most 30 s. */
 const restartDelayMs = (failures: number): number => Math.min(30_000, 500 * 2 ** failures);
 /** Restarts failed in a row after which the process cannot recover by itself: /livez says so, for an orchestrator to restart it. */
 const MAX_FAILED_RESTARTS = 5;
+/** Tries of the first start. */
+const STARTS = 3;
 
 /** Whether the process can still recover by itself (/livez). */
 export type Liveness = () => { ok: true } | { ok: false; reason: string };
@@ -29,8 +31,21 @@ export class SupervisedDevServer implements DevServer {
     void this.watch(first);
   }
 
+  /**
+   * The first start is tried STARTS times when the process exits before serving: on a busy
+   * machine a port the CLI picks for itself (its internal services') can be taken between
+   * its pick and its bind, and the CLI panics.
+   */
   static async start(options: DevServerOptions, logger: Logger): Promise<SupervisedDevServer> {
-    return new SupervisedDevServer(await startDevServer(options), options, logger);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return new SupervisedDevServer(await startDevServer(options), options, logger);
+      } catch (err) {
+        if (!(err instanceof DevServerExitedError) || attempt >= STARTS) throw err;
+        logger.warn({ err: err.message, attempt }, 'the Temporal dev server exited before serving; starting it again');
+        await sleep(restartDelayMs(attempt - 1));
+      }
+    }
   }
 
   get address(): string {
