@@ -20,7 +20,7 @@ import { retryTaskQueue } from './workflows/delivery-shard';
 import { settleAll } from './settle-all';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from './workflows/directory';
 
-export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'directory' | 'ingest'> {
+export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'directory' | 'integrationLogs' | 'ingest'> {
   address: string;
   namespace: string;
   taskQueue: string;
@@ -68,7 +68,7 @@ const INTERRUPTED_END_MS = 2000;
  */
 export async function createWorker(options: WorkerOptions): Promise<PlatformWorker> {
   const connection = await NativeConnection.connect({ address: options.address });
-  const activities = createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, directory: options.stores.directory, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) });
+  const activities = createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, directory: options.stores.directory, integrationLogs: options.stores.integrationLogs, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) });
   const shared = {
     connection,
     namespace: options.namespace,
@@ -154,7 +154,7 @@ async function main(heed: Heed): Promise<void> {
   };
   const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
   const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
-  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger });
+  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, logs: stores.integrationLogs });
   await started.add('the isolates', pool, (isolates) => isolates.close());
   const worker = await createWorker({
     ...settings,

@@ -111,7 +111,7 @@ describe('the isolate pool (real workerd)', function () {
   this.timeout(30_000);
   const script = "export default { async fetch() { return new Response('ok'); } };";
   const pool = (options: Partial<ConstructorParameters<typeof IsolatePool>[0]> = {}) =>
-    new IsolatePool({ loadScript: async () => script, outbound: async () => { throw new Error('no network'); }, bindings: {}, ...options });
+    new IsolatePool({ loadScript: async () => script, outbound: async () => { throw new Error('no network'); }, bindings: () => ({}), ...options });
   /** Processes the pool stopped for `reason` so far (platform_isolates_stopped_total). */
   const stoppedFor = async (reason: string) => (await registry.getSingleMetric('platform_isolates_stopped_total')?.get())?.values.find((value) => value.labels.reason === reason)?.value ?? 0;
   /** Each installation of its own organization unless one is named. */
@@ -165,12 +165,12 @@ describe('the isolate pool (real workerd)', function () {
         seen.push(`egress ${new URL(request.url).pathname}`);
         return new MiniflareResponse('fine');
       },
-      bindings: {
+      bindings: () => ({
         platformApi: (req, res) => {
           seen.push(`api ${req.url}`);
           res.end('fine');
         },
-      },
+      }),
     });
     const stopped = () => stoppedFor('work_left_behind');
     const before = await stopped();

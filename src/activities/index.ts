@@ -2,6 +2,7 @@ import type { InstallationProjection, NewEvent, PageCursor } from '../delivery-l
 import { deliveryId } from '../ids';
 import type { IngestService } from '../ingest/ingest-service';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
+import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
 
 /** What installation workflows hand to dispatchInstallationEvents. */
@@ -26,6 +27,8 @@ const OVERDUE_RETRY_AFTER_MS = 15 * 60_000;
 
 export interface ActivityDependencies extends AttemptBatchDependencies {
   directory: DirectoryIndex;
+  /** Integration code's log lines: under the delivery log's retention too. */
+  integrationLogs: IntegrationLogStore;
   /** Records the platform's own events (installation_setup) and hands them to the delivery shards. */
   ingest: IngestService;
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
@@ -83,11 +86,12 @@ export function createActivities(deps: ActivityDependencies) {
       return { found: stranded.length + overdue.length, ...(last && { next: { createdAt: last.createdAt, id: last.id } }) };
     },
 
-    /** Deletes what is past retention, in bounded steps; returns how many rows went. */
+    /** Deletes what is past retention (deliveries and integrations' logs), in bounded steps; returns how many rows went. */
     async purgeDeliveries(): Promise<number> {
       const before = Date.now() - deps.retentionDays * DAY_MS;
       let total = 0;
       for (let removed = Infinity; removed > 0; total += removed) removed = await deps.log.purge(before);
+      for (let removed = Infinity; removed > 0; total += removed) removed = await deps.integrationLogs.purge(before);
       return total;
     },
   };

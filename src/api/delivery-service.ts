@@ -19,9 +19,7 @@ export class DeliveryService {
   ) {}
 
   async list(filter: DeliveryFilter, pageSize: number, pageToken?: string): Promise<{ items: DeliverySummary[]; nextPageToken?: string }> {
-    const after = pageToken ? (JSON.parse(this.pageTokens.open(pageToken).toString('utf8')) as PageCursor) : undefined;
-    const page = await this.log.list(filter, pageSize, after);
-    return { items: page.items, ...(page.next && { nextPageToken: this.pageTokens.seal(Buffer.from(JSON.stringify(page.next))) }) };
+    return this.pageTokens.page<PageCursor, DeliverySummary>('deliveries', pageToken, (after) => this.log.list(filter, pageSize, after));
   }
 
   get(id: string): Promise<Delivery | undefined> {

@@ -10,6 +10,7 @@ import type { DirectoryIndex } from '../delivery-log/directory-index';
 import { IngestService } from '../ingest/ingest-service';
 import { ShardClient, type ShardLimits } from '../ingest/shard-client';
 import { DeliveryService } from './delivery-service';
+import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { KnownOrganizations } from './organizations';
 import { OAuthStates } from '../integrations/oauth-states';
 import { PageTokens } from './page-tokens';
@@ -52,6 +53,9 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
   directory: DirectoryIndex;
   ingest: IngestService;
   deliveries: DeliveryService;
+  /** Integration code's log lines, read by the integration's owners. */
+  integrationLogs: IntegrationLogStore;
+  pageTokens: PageTokens;
   organizations: KnownOrganizations;
   oauthStates: OAuthStates;
 }
@@ -59,6 +63,7 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
 /** The one place the API's services are wired together. */
 export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKey, httpLimits: _limits, ...settings }: ApiSettings): ApiDeps {
   const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards, shardLimits));
+  const pageTokens = new PageTokens(settings.adminToken);
   return {
     ...settings,
     codec: new EncryptionCodec(encryptionKey),
@@ -66,7 +71,9 @@ export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKe
     installations: stores.installations,
     directory: stores.directory,
     ingest,
-    deliveries: new DeliveryService(stores.log, ingest, new PageTokens(settings.adminToken), settings.logger),
+    deliveries: new DeliveryService(stores.log, ingest, pageTokens, settings.logger),
+    integrationLogs: stores.integrationLogs,
+    pageTokens,
     organizations: new KnownOrganizations(stores.directory),
     oauthStates: new OAuthStates(encryptionKey, stores.log.db),
   };

@@ -31,4 +31,20 @@ export class PageTokens {
     }
     return token;
   }
+
+  /**
+   * A page read after the cursor a token carries, and the token of the next one. The
+   * cursor is sealed with what it pages (`purpose`), so that a token of one list is
+   * refused by another rather than read as its cursor.
+   */
+  async page<Cursor, Item>(purpose: string, pageToken: string | undefined, read: (after?: Cursor) => Promise<{ items: Item[]; next?: Cursor }>): Promise<{ items: Item[]; nextPageToken?: string }> {
+    let after: Cursor | undefined;
+    if (pageToken) {
+      const sealed = JSON.parse(this.open(pageToken).toString('utf8')) as { of?: string; after?: Cursor };
+      if (sealed.of !== purpose) throw badRequest(`pageToken is not a token of this list (${purpose})`, [{ field: 'pageToken', message: 'is of another list' }]);
+      after = sealed.after;
+    }
+    const page = await read(after);
+    return { items: page.items, ...(page.next && { nextPageToken: this.seal(Buffer.from(JSON.stringify({ of: purpose, after: page.next }))) }) };
+  }
 }

@@ -73,3 +73,19 @@ export function deliveryDetail(delivery: DeliveryRow): string {
   ]));
   return lines.join('\n');
 }
+
+export interface LogRow {
+  id: string;
+  time: string;
+  level: string;
+  kind: string;
+  installationId: string;
+  eventId?: string;
+  message: string;
+}
+
+/** One log line as `time LEVEL kind installation [event] message`, a message's further lines indented under it. */
+export function logLine(line: LogRow): string {
+  const head = [line.time, line.level.toUpperCase().padEnd(5), line.kind.padEnd(9), line.installationId, ...(line.eventId ? [line.eventId] : [])].join('  ');
+  return `${head}  ${line.message.replace(/\n/g, '\n    ')}`;
+}

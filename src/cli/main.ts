@@ -7,6 +7,7 @@ import { install, listIntegrations, setConfiguration } from './integrations';
 import { PLATFORM_VERSION } from '../version';
 import { createOrg, createUser } from './tenancy';
 import { sendEvents } from './events';
+import { showLogs } from './logs';
 
 const USAGE = `platform: build, publish and operate integrations
 
@@ -26,6 +27,10 @@ Usage:
   platform deliveries show <delivery id>
   platform deliveries replay <delivery id>
   platform deliveries replay-failed --installation ID [--since ISO] [--until ISO]
+  platform logs <integration> [--installation ID] [--level debug|info|warn|error]
+                              [--since ISO] [--limit N] [--follow]
+                           its code's console lines and errors, for its owners;
+                           --follow prints each new one until Ctrl-C
 
 Options:
   --api URL      API base URL (env PLATFORM_API_URL, default http://localhost:8080)
@@ -59,6 +64,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       site: { type: 'string' },
       'install-link': { type: 'string' },
       env: { type: 'string' },
+      level: { type: 'string' },
+      follow: { type: 'boolean', short: 'f', default: false },
     },
   });
   const [group, command, id] = positionals;
@@ -91,6 +98,12 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     return sendEvents(api, output, id);
   }
   if (group === 'integrations' && command === 'list') return listIntegrations(api, output);
+  if (group === 'logs') {
+    if (!command) throw new CliError('missing <integration>', 'platform logs <integration> [--follow]', 2);
+    const stopped = new AbortController();
+    if (values.follow) process.once('SIGINT', () => stopped.abort());
+    return showLogs(api, output, command, { installation: values.installation, level: values.level, since: values.since, limit: values.limit, follow: values.follow, stopped: stopped.signal });
+  }
   if (group === 'config' && command === 'set') return setConfiguration(api, output, id, positionals.slice(3));
   const needId = () => id ?? Promise.reject(new CliError(`missing <delivery id>`, `platform deliveries ${command} <delivery id>`, 2));
   if (group === 'deliveries') {

@@ -3,6 +3,7 @@ import { openLogDatabase } from './database';
 import { DeliveryLog } from './delivery-log';
 import { InstallationIndex } from './installation-index';
 import { DirectoryIndex } from './directory-index';
+import { IntegrationLogStore } from './integration-logs';
 import { trackPendingRetries } from '../metrics';
 import type { Logger } from '../logger';
 
@@ -21,10 +22,11 @@ export interface DeliveryLogStores {
   log: DeliveryLog;
   installations: InstallationIndex;
   directory: DirectoryIndex;
+  integrationLogs: IntegrationLogStore;
   close(): Promise<void>;
 }
 
-/** The delivery log and the read models (installations, the directory), on one database, migrated. */
+/** The delivery log, the read models (installations, the directory) and integrations' logs, on one database, migrated. */
 export async function openDeliveryLog(options: DeliveryLogOptions): Promise<DeliveryLogStores> {
   const database = await openLogDatabase(options.url, options.logger);
   const encryption = new Encryption(options.encryptionKey);
@@ -36,6 +38,7 @@ export async function openDeliveryLog(options: DeliveryLogOptions): Promise<Deli
     log,
     installations: new InstallationIndex(database.db, encryption),
     directory: new DirectoryIndex(database.db),
+    integrationLogs: new IntegrationLogStore(database.db),
     close: () => database.close(),
   };
 }

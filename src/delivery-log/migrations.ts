@@ -164,6 +164,29 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0007-integration-logs': {
+    // What integration code wrote to its console, for its authors: read by integration, newest first, and by installation.
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('integration_logs')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('integration', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('installation_id', 'text', (c) => c.notNull())
+        .addColumn('organization_id', 'text', (c) => c.notNull())
+        .addColumn('time', 'bigint', (c) => c.notNull())
+        .addColumn('level', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('event_id', 'text')
+        .addColumn('trace_id', 'text')
+        .addColumn('message', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('integration_logs_integration').ifNotExists().on('integration_logs').columns(['integration', 'time', 'id']).execute();
+      await db.schema.createIndex('integration_logs_installation').ifNotExists().on('integration_logs').columns(['installation_id', 'time', 'id']).execute();
+      await db.schema.createIndex('integration_logs_time').ifNotExists().on('integration_logs').column('time').execute();
+    },
+  },
 };
 
 /**

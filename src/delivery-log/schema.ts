@@ -121,6 +121,23 @@ export interface UsersTable {
   created_at: number;
 }
 
+/** One line of integration code's console (or the platform's word about its log), for the integration's owners. */
+export interface IntegrationLogsTable {
+  /** Time-ordered within a millisecond: the page cursor's tie-break. */
+  id: string;
+  integration: string;
+  version: number;
+  installation_id: string;
+  organization_id: string;
+  time: number;
+  level: string;
+  /** fetch, event, component, load (the script's own top level), or platform. */
+  kind: string;
+  event_id: string | null;
+  trace_id: string | null;
+  message: string;
+}
+
 export interface Schema {
   events: EventsTable;
   deliveries: DeliveriesTable;
@@ -131,4 +148,5 @@ export interface Schema {
   oauth_states: OAuthStatesTable;
   organizations: OrganizationsTable;
   users: UsersTable;
+  integration_logs: IntegrationLogsTable;
 }

@@ -12,6 +12,9 @@ import { IsolatePool } from './isolate-pool';
 import { CpuGroups } from './cpu-groups';
 import type { Logger } from '../logger';
 import type { NodeService } from './workerd-process';
+import type { IntegrationLogStore } from '../delivery-log/integration-logs';
+import { IntegrationLogSink } from '../integration-logs/log-sink';
+import { logsBinding } from './logs-binding';
 
 export interface RuntimeOptions {
   client: Client;
@@ -29,6 +32,8 @@ export interface RuntimeOptions {
   maxProcesses?: number;
   /** Where it says that organizations' code cannot be given fair CPU shares here. */
   logger?: Logger;
+  /** Where integration code's console lines are kept; without it they are not. */
+  logs?: IntegrationLogStore;
 }
 
 /** An installation's token (`itk_…`), the only credential the binding carries. */
@@ -74,11 +79,16 @@ export function createIntegrationRuntime(options: RuntimeOptions): { runtime: In
   const versions = new IntegrationVersions(options.client);
   const { groups: cpuGroups, why } = CpuGroups.open();
   if (why) options.logger?.warn({ why }, 'organizations’ integration code shares the CPU as the kernel has it, not fairly: no cpu cgroup for its processes');
+  const platformApi = platformApiBinding(options.apiUrl ?? options.baseUrl);
+  const logs = options.logs && new IntegrationLogSink(options.logs, options.logger);
   const pool = new IsolatePool({
     cpuGroups,
     loadScript: async (name, version) => (await versions.get(name, version)).script,
     outbound: createEgress(options.egressGuard),
-    bindings: { platformApi: platformApiBinding(options.apiUrl ?? options.baseUrl) },
+    bindings: ({ integration, version, installation, organization }) => ({
+      platformApi,
+      ...(logs && { platformLogs: logsBinding(logs, { integration, version, installationId: installation, organizationId: organization }) }),
+    }),
     onStarted: (process) => options.platformPorts.watchProcess(process.pid),
     maxProcesses: options.maxProcesses,
   });

@@ -7,6 +7,8 @@ import type { IntegrationEvent } from '../runtime/types';
 import { isNoRoom, type IsolatePool } from './isolate-pool';
 import type { IsolateAnswer } from './workerd-process';
 import { isolateCalls, statusClass } from '../metrics';
+import { activeTraceparent } from '../tracing';
+import { INVOCATION_HEADER } from './runtime-host';
 
 /** An invocation's wall clock (DESIGN.md runtime limits); past it the isolate's process is killed. */
 export const INVOCATION_DEADLINE_MS = 10_000;
@@ -39,9 +41,12 @@ export class IntegrationRuntime {
     const environment = buildEnvironment(installation, version, this.baseUrl, this.tokens.issue(installation.id));
     const { contentType, payload } = envelope(event, environment, body);
     const kind = event.type === 'fetch' ? 'fetch' : event.type === 'ui_render' ? 'component' : 'event';
+    // What the integration's log lines of this call are tagged with.
+    const described = { kind, eventId: 'eventId' in event && typeof event.eventId === 'string' ? event.eventId : undefined, traceId: activeTraceparent()?.split('-')[1] };
     const timer = isolateCalls.startTimer({ kind });
     try {
-      const answer = await this.pool.call({ integration: installation.integration, version: version.version, installation: installation.id, organization: installation.target.org }, '/v1', { method: 'POST', headers: { 'content-type': contentType }, body: payload }, deadlineMs);
+      const headers = { 'content-type': contentType, [INVOCATION_HEADER]: JSON.stringify(described) };
+      const answer = await this.pool.call({ integration: installation.integration, version: version.version, installation: installation.id, organization: installation.target.org }, '/v1', { method: 'POST', headers, body: payload }, deadlineMs);
       timer({ outcome: statusClass(answer.status) });
       return answer;
     } catch (err) {

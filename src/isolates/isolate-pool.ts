@@ -3,7 +3,7 @@ import { cpuSecondsOf, residentBytes } from '../system/procfs';
 import { isolateProcesses, isolateStartsWaiting, isolatesStopped } from '../metrics';
 import { ISOLATE_MAX_PROCESSES } from '../config';
 import { RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
-import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
+import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService, type WorkerdProcessOptions } from './workerd-process';
 import { egressRefusal, refusalBody } from './egress';
 import type { CpuGroups } from './cpu-groups';
 import { FairQueue } from './fair-queue';
@@ -24,7 +24,8 @@ export interface IsolatePoolOptions {
   /** The bundle of an integration version (ES module). */
   loadScript(integration: string, version: number): Promise<string>;
   outbound(request: MiniflareRequest): Promise<MiniflareResponse>;
-  bindings: Record<string, NodeService>;
+  /** Service bindings of the isolate of `key`: whatever they carry, they know whose it is. */
+  bindings(key: IsolateKey): Record<string, NodeService>;
   /** Called with each new process, so that guards learn its ports. */
   onStarted?(process: WorkerdProcess): void;
   /**
@@ -60,6 +61,9 @@ export class IsolateError extends Error {
     super(message);
   }
 }
+
+/** A process's ways out, as it is started with them. */
+type Ways = Pick<WorkerdProcessOptions, 'outbound' | 'bindings'>;
 
 interface Entry {
   id: string;
@@ -220,7 +224,7 @@ export class IsolatePool {
         // Closed while it waited for the process stopped for it to exit.
         if (this.closed) throw platformStopping();
         started = Date.now();
-        return this.start(key, this.heeding(created));
+        return this.start(key, this.heeding(created, key));
       });
       entry = created;
       this.entries.set(id, created);
@@ -235,7 +239,7 @@ export class IsolatePool {
     return entry;
   }
 
-  private async start(key: IsolateKey, ways: Pick<IsolatePoolOptions, 'outbound' | 'bindings'>): Promise<WorkerdProcess> {
+  private async start(key: IsolateKey, ways: Ways): Promise<WorkerdProcess> {
     const script = await this.options.loadScript(key.integration, key.version);
     try {
       const process = await this.starts.run(key.organization, () => WorkerdProcess.start({
@@ -458,7 +462,7 @@ export class IsolatePool {
    * cloudflare:workers' own waitUntil) is not found by its CPU, but is by what it asks for.
    * The process is stopped at its first such request.
    */
-  private heeding(entry: Entry): Pick<IsolatePoolOptions, 'outbound' | 'bindings'> {
+  private heeding(entry: Entry, key: IsolateKey): Ways {
     const message = `integration code's work ${(this.options.backgroundMs ?? BACKGROUND_MS) / 1000} s after its last call ended, past the ${WAIT_UNTIL_MS / 1000} s of its waitUntil work; the isolate is stopped`;
     const stoppedIfLeftBehind = (): boolean => {
       if (!this.leftBehind(entry)) return false;
@@ -473,7 +477,7 @@ export class IsolatePool {
     return {
       outbound: async (request) => (stoppedIfLeftBehind() ? egressRefusal(message) : outbound(request)),
       bindings: Object.fromEntries(
-        Object.entries(bindings).map(([name, node]): [string, NodeService] => [
+        Object.entries(bindings(key)).map(([name, node]): [string, NodeService] => [
           name,
           (req, res) => {
             if (!stoppedIfLeftBehind()) return node(req, res);

@@ -4,13 +4,27 @@ export const WAIT_UNTIL_MS = 30_000;
 /** The header by which egress marks its answer to a request that never got one (the destination unreachable). */
 export const EGRESS_FAILURE_HEADER = 'x-platform-egress-failure';
 
+/** The header by which the platform tells the host what an invocation is: `{kind, eventId?, traceId?}` as JSON. */
+export const INVOCATION_HEADER = 'x-platform-invocation';
+/** Console lines an isolate holds between sends at most; past them it counts what it drops. */
+export const PENDING_LOG_LINES = 1000;
+
 /**
- * Evaluated before the integration's bundle: its `fetch` rejects with a TypeError, as
- * fetch does, when the destination could not be reached (egress answers that with a 502
- * marked EGRESS_FAILURE_HEADER). Code that catches a failed fetch would otherwise take the
- * platform's 502 for the destination's answer, and report success where nothing was sent.
+ * Evaluated before the integration's bundle, so that its own top level is seen too.
+ *
+ * Its `fetch` rejects with a TypeError, as fetch does, when the destination could not be
+ * reached (egress answers that with a 502 marked EGRESS_FAILURE_HEADER). Code that catches
+ * a failed fetch would otherwise take the platform's 502 for the destination's answer, and
+ * report success where nothing was sent.
+ *
+ * Its console is the integration's log: each line is kept with the invocation it came
+ * from (an AsyncLocalStorage the host enters per call, which waitUntil work inherits) and
+ * sent to the `platformLogs` binding when the host flushes. Lines past PENDING_LOG_LINES
+ * are counted, not kept: a logging loop costs the isolate no memory.
  */
 export const RUNTIME_PRELUDE_SOURCE = `
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 const platformFetch = globalThis.fetch;
 globalThis.fetch = async function fetch(input, init) {
   const response = await platformFetch(input, init);
@@ -18,35 +32,97 @@ globalThis.fetch = async function fetch(input, init) {
   const { message } = await response.json();
   throw new TypeError('fetch failed: ' + message);
 };
+
+export const invocation = new AsyncLocalStorage();
+let pending = [];
+let dropped = 0;
+const MAX_CHARS = 4096;
+const text = (value) => {
+  if (typeof value === 'string') return value;
+  if (value instanceof Error) return value.stack || String(value);
+  try {
+    const json = JSON.stringify(value);
+    return json === undefined ? String(value) : json;
+  } catch {
+    return String(value);
+  }
+};
+export function log(level, args) {
+  if (pending.length >= ${PENDING_LOG_LINES}) return void dropped++;
+  const { kind = 'load', eventId, traceId } = invocation.getStore() ?? {};
+  let message = args.map(text).join(' ');
+  if (message.length > MAX_CHARS) message = message.slice(0, MAX_CHARS);
+  pending.push({ time: Date.now(), level, kind, eventId, traceId, message });
+}
+for (const [method, level] of [['debug', 'debug'], ['trace', 'debug'], ['log', 'info'], ['info', 'info'], ['warn', 'warn'], ['error', 'error']]) {
+  console[method] = (...args) => log(level, args);
+}
+export async function flush(binding) {
+  while (pending.length || dropped) {
+    const lines = pending.splice(0, 500);
+    const body = JSON.stringify({ lines, dropped });
+    dropped = 0;
+    if (binding) await binding.fetch('http://logs/', { method: 'POST', body }).catch(() => undefined);
+  }
+}
 `;
 
 /**
  * The main module of every runtime isolate: platform code around the integration's bundle
  * (`integration.js`, its default export from createIntegration()). It hands the bundle
  * only the platform's API binding, bounds waitUntil work to 30 s, and answers 500 without
- * a stack whatever escapes.
+ * a stack whatever escapes: the stack goes to the integration's log, with whatever failed
+ * in its waitUntil work. The call's lines are sent once it is answered, and again once its
+ * waitUntil work has ended.
  */
 export const RUNTIME_HOST_SOURCE = `
-import './prelude.js';
+import { invocation, log, flush } from './prelude.js';
 import integration from './integration.js';
 
 const entry = integration && typeof integration.fetch === 'function' ? integration : undefined;
+const NO_ENTRY = 'the script\\u2019s default export does not come from createIntegration()';
 const failure = (message) => new Response(JSON.stringify({ error: message }), { status: 500, headers: { 'content-type': 'application/json' } });
+const described = (header) => {
+  try {
+    const { kind, eventId, traceId } = JSON.parse(header ?? '{}');
+    return { kind, eventId, traceId };
+  } catch {
+    return {};
+  }
+};
 
 export default {
-  async fetch(request, env, ctx) {
-    if (!entry) return failure('the script\\u2019s default export does not come from createIntegration()');
-    const bounded = {
-      waitUntil(promise) {
-        const done = Promise.resolve(promise).then(() => undefined, () => undefined);
-        ctx.waitUntil(Promise.race([done, new Promise((resolve) => setTimeout(resolve, ${WAIT_UNTIL_MS}))]));
-      },
-    };
-    try {
-      return await entry.fetch(request, { platformApi: env.platformApi }, bounded);
-    } catch {
-      return failure('Internal server error');
-    }
+  fetch(request, env, ctx) {
+    return invocation.run(described(request.headers.get('${INVOCATION_HEADER}')), async () => {
+      const background = [];
+      const bounded = {
+        waitUntil(promise) {
+          const done = Promise.resolve(promise).then(() => undefined, (error) => log('error', ['waitUntil work failed:', error]));
+          const work = Promise.race([done, new Promise((resolve) => setTimeout(resolve, ${WAIT_UNTIL_MS}))]);
+          background.push(work);
+          ctx.waitUntil(work);
+        },
+      };
+      let response;
+      if (!entry) {
+        log('error', [NO_ENTRY]);
+        response = failure(NO_ENTRY);
+      } else {
+        try {
+          response = await entry.fetch(request, { platformApi: env.platformApi }, bounded);
+        } catch (error) {
+          log('error', ['uncaught:', error]);
+          response = failure('Internal server error');
+        }
+      }
+      ctx.waitUntil((async () => {
+        await flush(env.platformLogs);
+        // Work handed over later (from inside waitUntil work) is waited for too.
+        for (let i = 0; i < background.length; i++) await background[i];
+        if (background.length) await flush(env.platformLogs);
+      })());
+      return response;
+    });
   },
 };
 `;

@@ -117,6 +117,8 @@ export class WorkerdProcess {
       modulesRoot: '/',
       modules: options.modules.map(({ name, type, contents }) => ({ type, path: `/${name}`, contents })),
       compatibilityDate: COMPATIBILITY_DATE,
+      // node:async_hooks' AsyncLocalStorage: the host tells each console line's invocation by it.
+      compatibilityFlags: ['nodejs_als'],
       // No outbound network at all unless a caller routes it through the egress guard.
       outboundService: options.outbound ?? { network: { allow: [], deny: [] } },
       serviceBindings: Object.fromEntries(Object.entries(options.bindings ?? {}).map(([name, node]) => [name, { node }])),

@@ -44,6 +44,12 @@ export const logWriteLag = new Histogram({
   registers: [registry],
 });
 export const publishes = new Histogram({ name: 'platform_publish_duration_seconds', help: 'Publishes of integration versions, by outcome (published, refused)', labelNames: ['outcome'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5], registers: [registry] });
+export const integrationLogLines = new Counter({
+  name: 'platform_integration_log_lines_total',
+  help: 'Lines of integration code’s console, by outcome: kept; dropped_rate (past its installation’s rate), dropped_in_isolate (past what the isolate holds between sends), invalid (not a line), not_written (the delivery log failed)',
+  labelNames: ['outcome'],
+  registers: [registry],
+});
 export const isolateCalls = new Histogram({
   name: 'platform_isolate_call_duration_seconds',
   help: 'Calls into integration code, by kind (fetch, event, component) and outcome (HTTP status class; killed; refused: no room in the isolate pool)',

@@ -9,8 +9,9 @@ import type { ScriptedReceiver } from './receiver';
 export const EXAMPLES = path.join(__dirname, '..', '..', '..', 'examples');
 
 /**
- * Publishes one of `examples/` with the `platform` CLI, as its author would: a copy under
- * a unique name for this tenant's organization, optionally edited. Returns the name.
+ * Publishes one of `examples/` (or the integration folder at an absolute path) with the
+ * `platform` CLI, as its author would: a copy under a unique name for this tenant's
+ * organization, optionally edited. Returns the name.
  */
 export async function publishExample(
   platform: TestPlatform,
@@ -18,9 +19,9 @@ export async function publishExample(
   example: string,
   options: { env?: NodeJS.ProcessEnv; edit?: (manifest: string, script: string) => [string, string]; files?: Record<string, string> } = {},
 ): Promise<string> {
-  const name = `${example}-${Math.random().toString(36).slice(2, 8)}`.slice(0, 60);
+  const name = `${path.basename(example)}-${Math.random().toString(36).slice(2, 8)}`.slice(0, 60);
   const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'platform-example-')), name);
-  cpSync(path.join(EXAMPLES, example), dir, { recursive: true });
+  cpSync(path.resolve(EXAMPLES, example), dir, { recursive: true });
   const manifestPath = path.join(dir, 'platform-manifest.yaml');
   let manifest = readFileSync(manifestPath, 'utf8').replace(/^name: .*$/m, `name: ${name}`).replace(/^organization: .*$/m, `organization: ${tenant.org}`);
   const scriptPath = path.join(dir, /^script: (.+)$/m.exec(manifest)?.[1] ?? 'src/index.ts');

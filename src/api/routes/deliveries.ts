@@ -1,36 +1,15 @@
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../../delivery-log/types';
-import { isDeliveryId, isId } from '../../ids';
+import { isDeliveryId } from '../../ids';
 import { requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
 import { installationService } from '../installation-service';
 import type { RouteTable } from '../route-table';
 import { bulkReplaySchema, deliverySchema, listOf } from '../schemas';
-import { isDateTime } from '../validation';
-
-/** An RFC 3339 time (ISO 8601 with its offset) of years 0001-9999 as Unix ms; undefined if not one. */
-export function isoTime(value: string): number | undefined {
-  if (!isDateTime(value)) return undefined;
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms) || ms < Date.parse('0001-01-01T00:00:00Z') || ms > Date.parse('9999-12-31T23:59:59Z')) return undefined;
-  return ms;
-}
+import { checkListQuery, isoTime, TIME_MESSAGE } from '../list-query';
 
 const STATUSES: readonly DeliveryStatus[] = DELIVERY_STATUSES;
-const TIME_MESSAGE = 'must be an RFC 3339 time with its offset, such as 2026-11-22T10:00:00Z';
-const PAGE_SIZE = { default: 50, max: 200 };
-
-function checkQuery(query: Record<string, string | undefined>): void {
-  const details = [];
-  for (const field of ['installation', 'eventId', 'org'] as const) {
-    if (query[field] !== undefined && !isId(query[field]!)) details.push({ field, message: 'must be an id' });
-  }
-  if (query.status !== undefined && !STATUSES.includes(query.status as DeliveryStatus)) details.push({ field: 'status', message: `must be one of ${STATUSES.join(', ')}` });
-  for (const field of ['since', 'until'] as const) if (query[field] !== undefined && isoTime(query[field]!) === undefined) details.push({ field, message: TIME_MESSAGE });
-  if (query.pageToken !== undefined && !/^[A-Za-z0-9_-]{1,4096}\.[A-Za-z0-9_-]{22}$/.test(query.pageToken)) details.push({ field: 'pageToken', message: 'must be a token from a previous page' });
-  if (query.limit !== undefined && !(/^\d{1,3}$/.test(query.limit) && Number(query.limit) >= 1 && Number(query.limit) <= PAGE_SIZE.max)) details.push({ field: 'limit', message: `must be a whole number from 1 to ${PAGE_SIZE.max}` });
-  if (details.length) throw badRequest(`invalid query: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, details);
-}
+const LIST_RULES = { ids: ['installation', 'eventId', 'org'], choices: { status: STATUSES }, times: ['since', 'until'], pageSize: { default: 50, max: 200 } } as const;
 
 export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
   const store = deps.deliveries;
@@ -56,11 +35,11 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       path: '/v1/deliveries',
       summary: 'List deliveries, newest first',
       access: 'member',
-      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'RFC 3339 start time, with its offset', until: 'RFC 3339 end time, with its offset', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${PAGE_SIZE.max} (${PAGE_SIZE.default} unless given)`, pageToken: 'From the previous page' },
+      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'RFC 3339 start time, with its offset', until: 'RFC 3339 end time, with its offset', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${LIST_RULES.pageSize.max} (${LIST_RULES.pageSize.default} unless given)`, pageToken: 'From the previous page' },
       responses: { 200: { description: 'Deliveries without their attempts', schema: listOf(deliverySchema) } },
     },
     async ({ caller, query }) => {
-      checkQuery(query);
+      const pageSize = checkListQuery(query, LIST_RULES);
       let orgs: string[];
       if (query.installation) {
         orgs = [(await installations.load(caller, query.installation)).target.org];
@@ -71,7 +50,6 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         const own = caller.kind === 'member' ? caller.orgs : [];
         orgs = query.org ? own.filter((org) => org === query.org) : own;
       }
-      const pageSize = query.limit === undefined ? PAGE_SIZE.default : Number(query.limit);
       const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since), until: query.until === undefined ? undefined : isoTime(query.until) }, pageSize, query.pageToken);
       return { status: 200, body: page };
     },

@@ -1,11 +1,13 @@
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
-import { requireMember } from '../auth';
+import { LOG_LEVELS, type LogCursor, type LogLevel } from '../../delivery-log/integration-logs';
+import { requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { notFound } from '../errors';
 import { IntegrationCatalog } from '../integration-catalog';
 import { PublishService, type PublishBody } from '../publish-service';
 import type { RouteTable } from '../route-table';
 import { listOf } from '../schemas';
+import { checkListQuery, isoTime } from '../list-query';
 
 const publishSchema = {
   type: 'object',
@@ -21,9 +23,36 @@ const publishSchema = {
 
 const summarySchema = { type: 'object', required: ['name', 'visibility', 'latestVersion', 'title'], properties: { name: { type: 'string' }, visibility: { type: 'string' }, latestVersion: { type: 'integer' }, title: { type: 'string' } } };
 
+const logLineSchema = {
+  type: 'object',
+  required: ['id', 'time', 'level', 'kind', 'installationId', 'version', 'message'],
+  properties: {
+    id: { type: 'string' },
+    time: { type: 'string', format: 'date-time' },
+    level: { enum: [...LOG_LEVELS] },
+    kind: { type: 'string', description: 'fetch, event, component, load (the script’s top level), or platform (the platform’s own word, such as lines dropped)' },
+    installationId: { type: 'string' },
+    organizationId: { type: 'string' },
+    integration: { type: 'string' },
+    version: { type: 'integer' },
+    eventId: { type: 'string' },
+    traceId: { type: 'string' },
+    message: { type: 'string' },
+  },
+};
+const LOG_QUERY = { ids: ['installation'], choices: { level: LOG_LEVELS }, times: ['since'], pageSize: { default: 100, max: 1000 } } as const;
+
 export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
   const catalog = new IntegrationCatalog(deps.client);
   const publisher = new PublishService(deps.client, deps.taskQueue, deps.directory);
+
+  /** An integration its caller owns (a member of its organization, or the administrator): 404 for anyone else. */
+  async function owned(caller: Caller, name: string) {
+    const state = await catalog.state(name);
+    if (!state?.summary || name === WEBHOOK_INTEGRATION) throw notFound('integration');
+    requireMember(caller, state.ownerOrg, 'integration');
+    return state;
+  }
 
   routes.add<PublishBody>(
     {
@@ -64,10 +93,31 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       responses: { 200: { description: '{token, url}' }, 404: { description: 'Not found or not an owner' } },
     },
     async ({ caller, params }) => {
-      const state = await catalog.state(params.name!);
-      if (!state?.summary || params.name === WEBHOOK_INTEGRATION) throw notFound('integration');
-      requireMember(caller, state.ownerOrg, 'integration');
+      const state = await owned(caller, params.name!);
       return { status: 200, body: { token: state.installLinkToken, url: `${deps.baseUrl}/v1/integrations/${state.name}?installLink=${state.installLinkToken}` } };
+    },
+  );
+
+  routes.add(
+    {
+      method: 'get',
+      path: '/v1/integrations/:name/logs',
+      summary: 'The integration’s log, newest first: its code’s console lines and uncaught errors in every installation, for its owners',
+      access: 'member',
+      query: {
+        installation: 'Installation id',
+        level: `${LOG_LEVELS.join(', ')}: this level and those above it`,
+        since: 'RFC 3339 time, with its offset',
+        limit: `Page size, 1 to ${LOG_QUERY.pageSize.max} (${LOG_QUERY.pageSize.default} unless given)`,
+        pageToken: 'From the previous page',
+      },
+      responses: { 200: { description: 'Log lines', schema: listOf(logLineSchema) }, 404: { description: 'Not found or not an owner' } },
+    },
+    async ({ caller, params, query }) => {
+      const pageSize = checkListQuery(query, LOG_QUERY);
+      const { name } = await owned(caller, params.name!);
+      const filter = { integration: name, installation: query.installation, level: query.level as LogLevel | undefined, since: query.since === undefined ? undefined : isoTime(query.since) };
+      return { status: 200, body: await deps.pageTokens.page('integration-logs', query.pageToken, (after?: LogCursor) => deps.integrationLogs.page(filter, pageSize, after)) };
     },
   );
 }

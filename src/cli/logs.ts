@@ -1,0 +1,57 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ApiClient } from './api-client';
+import { logLine, type LogRow, type Output } from './format';
+
+export interface LogsOptions {
+  installation?: string;
+  level?: string;
+  since?: string;
+  limit?: string;
+  follow: boolean;
+  /** Ends --follow (Ctrl-C). */
+  stopped?: AbortSignal;
+}
+
+/** How often --follow asks for new lines. */
+const FOLLOW_EVERY_MS = 1000;
+/**
+ * How far back each ask of --follow reads again: a line is written when its call (or its
+ * waitUntil work, up to 30 s later) ends, with the time it was written, and another
+ * process's lines commit a little later. Lines seen already are not printed again.
+ */
+const OVERLAP_MS = 60_000;
+
+type Page = { items: LogRow[]; nextPageToken?: string };
+
+/** `platform logs <name>`: the newest lines, oldest first; with --follow, then each new one as it comes. */
+export async function showLogs(api: ApiClient, output: Output, name: string, options: LogsOptions): Promise<void> {
+  const path = `/v1/integrations/${encodeURIComponent(name)}/logs`;
+  const query = (extra: Record<string, string | undefined>) => new URLSearchParams(Object.entries({ installation: options.installation, level: options.level, ...extra }).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  const print = (lines: LogRow[]) => lines.forEach((line) => output.print(output.json ? JSON.stringify(line) : logLine(line)));
+  const first = await api.request<Page>('GET', `${path}?${query({ since: options.since, limit: options.limit })}`);
+  const oldestFirst = [...first.items].reverse();
+  if (!options.follow) {
+    if (output.json) return output.print(JSON.stringify(first, null, 2));
+    return output.print(oldestFirst.length ? oldestFirst.map(logLine).join('\n') : '(no log lines)');
+  }
+  print(oldestFirst);
+  const seen = new Map(first.items.map((line) => [line.id, Date.parse(line.time)]));
+  let newest = Math.max(Date.now() - OVERLAP_MS, ...seen.values());
+  while (!options.stopped?.aborted) {
+    await sleep(FOLLOW_EVERY_MS, undefined, { signal: options.stopped }).catch(() => undefined);
+    if (options.stopped?.aborted) break;
+    const since = new Date(newest - OVERLAP_MS).toISOString();
+    const fresh: LogRow[] = [];
+    for (let token: string | undefined, more = true; more; more = token !== undefined) {
+      const page: Page = await api.request<Page>('GET', `${path}?${query({ since, limit: '1000', pageToken: token })}`);
+      fresh.push(...page.items.filter((line) => !seen.has(line.id)));
+      token = page.nextPageToken;
+    }
+    fresh.sort((a, b) => a.time.localeCompare(b.time) || a.id.localeCompare(b.id));
+    print(fresh);
+    for (const line of fresh) seen.set(line.id, Date.parse(line.time));
+    newest = Math.max(newest, ...fresh.map((line) => Date.parse(line.time)));
+    // Only lines inside the window can come again.
+    for (const [id, time] of seen) if (time < newest - 2 * OVERLAP_MS) seen.delete(id);
+  }
+}
