@@ -135,6 +135,24 @@ describe('integration logs: what integration code writes, for its authors', func
     await linesOnce((items) => items.some((line) => line.kind === 'fetch' && line.message.includes('hello from the endpoint')), 'the neighbour’s line', `?installation=${quiet.id}`);
   });
 
+  it('holds code that reaches the logs binding itself (cloudflare:workers’ env) to its own installation, the bounds and its own kinds', async function () {
+    const forging = await install(platform, owner, name);
+    const answer = await fetch(`${forging.urls.publicEndpoint}/forge`);
+    assert.equal(answer.status, 200);
+    const { forged, huge, refused } = (await answer.json()) as { forged: number; huge: number; refused: number };
+    assert.equal(forged, 204);
+    assert.ok(huge === 413 || huge === 0 || huge === 429, `a body past the bound is cut off (${huge})`);
+    assert.ok(refused >= 300 - 5 * LOG_LIMITS.sendsPerSecond - 10, `sends past the rate refused before their body is read: ${refused} of 300`);
+    const lines = await linesOnce((items) => items.some((line) => line.message === 'meant for another installation'), 'the forged line', `?installation=${forging.id}`);
+    const line = lines.find((each) => each.message === 'meant for another installation');
+    assert.equal(line.installationId, forging.id, 'filed under the installation whose isolate sent it');
+    assert.equal(line.organizationId, owner.org);
+    assert.equal(line.integration, name);
+    assert.ok(!lines.some((each) => each.message === 'a forged platform line'), 'the platform’s kind is the platform’s only');
+    assert.deepEqual((await platform.admin('GET', `/v1/integrations/${name}/logs?installation=ins_other`)).body.items, []);
+    assert.equal(await (await fetch(`${forging.urls.publicEndpoint}/hello`)).text(), 'hi', 'and it answers on');
+  });
+
   it('`platform logs` prints the newest lines oldest first; with --follow, each new line as it comes, until Ctrl-C', async function () {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, PLATFORM_API_URL: platform.api.url, PLATFORM_TOKEN: owner.token };
     const printed = await runCli(['logs', name, '--installation', installation.id, '--level', 'info'], { env });

@@ -15,9 +15,10 @@ export interface LogsOptions {
 /** How often --follow asks for new lines. */
 const FOLLOW_EVERY_MS = 1000;
 /**
- * How far back each ask of --follow reads again: a line is written when its call (or its
- * waitUntil work, up to 30 s later) ends, with the time it was written, and another
- * process's lines commit a little later. Lines seen already are not printed again.
+ * How far back, from the newest line seen, each ask of --follow reads again: a line is
+ * sent when its call (or its waitUntil work, up to 30 s later) ends, with the time it was
+ * written, and another process's lines commit a little later. Lines seen already are not
+ * printed again.
  */
 const OVERLAP_MS = 60_000;
 
@@ -35,23 +36,30 @@ export async function showLogs(api: ApiClient, output: Output, name: string, opt
     return output.print(oldestFirst.length ? oldestFirst.map(logLine).join('\n') : '(no log lines)');
   }
   print(oldestFirst);
+  // Lines are compared by the server's times only (the clock here may be off), and none
+  // older than the first page's oldest is printed after it.
+  const after = (line: LogRow, floor?: LogRow) => !floor || line.time > floor.time || (line.time === floor.time && line.id > floor.id);
+  const floor = first.nextPageToken ? oldestFirst[0] : undefined;
   const seen = new Map(first.items.map((line) => [line.id, Date.parse(line.time)]));
-  let newest = Math.max(Date.now() - OVERLAP_MS, ...seen.values());
+  let newest = first.items.length ? Date.parse(first.items[0]!.time) : undefined;
   while (!options.stopped?.aborted) {
     await sleep(FOLLOW_EVERY_MS, undefined, { signal: options.stopped }).catch(() => undefined);
     if (options.stopped?.aborted) break;
-    const since = new Date(newest - OVERLAP_MS).toISOString();
+    const since = newest === undefined ? options.since : new Date(newest - OVERLAP_MS).toISOString();
     const fresh: LogRow[] = [];
     for (let token: string | undefined, more = true; more; more = token !== undefined) {
       const page: Page = await api.request<Page>('GET', `${path}?${query({ since, limit: '1000', pageToken: token })}`);
-      fresh.push(...page.items.filter((line) => !seen.has(line.id)));
+      fresh.push(...page.items.filter((line) => !seen.has(line.id) && after(line, floor)));
       token = page.nextPageToken;
     }
     fresh.sort((a, b) => a.time.localeCompare(b.time) || a.id.localeCompare(b.id));
     print(fresh);
-    for (const line of fresh) seen.set(line.id, Date.parse(line.time));
-    newest = Math.max(newest, ...fresh.map((line) => Date.parse(line.time)));
+    for (const line of fresh) {
+      const time = Date.parse(line.time);
+      seen.set(line.id, time);
+      newest = Math.max(newest ?? time, time);
+    }
     // Only lines inside the window can come again.
-    for (const [id, time] of seen) if (time < newest - 2 * OVERLAP_MS) seen.delete(id);
+    for (const [id, time] of seen) if (newest !== undefined && time < newest - 2 * OVERLAP_MS) seen.delete(id);
   }
 }

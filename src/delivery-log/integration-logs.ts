@@ -53,23 +53,26 @@ const lineId = (time: number) => `${time.toString(36).padStart(9, '0')}${(sequen
 export class IntegrationLogStore {
   constructor(private readonly db: Kysely<Schema>) {}
 
+  /** One transaction: a group commit is written whole or not at all. */
   async append(lines: NewLogLine[]): Promise<void> {
-    for (let start = 0; start < lines.length; start += CHUNK) {
-      const rows = lines.slice(start, start + CHUNK).map((line) => ({
-        id: lineId(line.time),
-        integration: line.integration,
-        version: line.version,
-        installation_id: line.installationId,
-        organization_id: line.organizationId,
-        time: line.time,
-        level: line.level,
-        kind: line.kind,
-        event_id: line.eventId ?? null,
-        trace_id: line.traceId ?? null,
-        message: line.message,
-      }));
-      await this.db.insertInto('integration_logs').values(rows).execute();
-    }
+    await this.db.transaction().execute(async (trx) => {
+      for (let start = 0; start < lines.length; start += CHUNK) {
+        const rows = lines.slice(start, start + CHUNK).map((line) => ({
+          id: lineId(line.time),
+          integration: line.integration,
+          version: line.version,
+          installation_id: line.installationId,
+          organization_id: line.organizationId,
+          time: line.time,
+          level: line.level,
+          kind: line.kind,
+          event_id: line.eventId ?? null,
+          trace_id: line.traceId ?? null,
+          message: line.message,
+        }));
+        await trx.insertInto('integration_logs').values(rows).execute();
+      }
+    });
   }
 
   /** Deletes an installation's lines but its newest `keep`; answers how many went. */

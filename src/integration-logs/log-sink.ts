@@ -26,6 +26,10 @@ export const LOG_LIMITS = {
   keptPerInstallation: 10_000,
   /** How often, at most, the platform writes a line saying how many were dropped. */
   noticeEveryMs: 10_000,
+  /** Sends of lines an installation's isolate may make a second (bursts of 100): each costs a parse. */
+  sendsPerSecond: 20,
+  /** Lines one send may carry; more are dropped, counted. */
+  linesPerSend: 500,
 };
 
 /** Kinds integration code's lines may carry: `platform` is the platform's own. */
@@ -33,11 +37,14 @@ const CODE_KINDS: readonly LogKind[] = ['fetch', 'event', 'component', 'load'];
 /** Lines are written this late at most (waitUntil work ends 30 s after its call); older times are the isolate's clock wrong. */
 const LATEST_MS = 120_000;
 const EVENT_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+/** Lines not written by then are counted not written: a database away holds no queue of them. */
+const WRITE_DEADLINE_MS = 30_000;
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
 interface Installation {
   source: LogSource;
   bucket: TokenBucket;
+  sends: TokenBucket;
   /** Dropped since the last notice. */
   dropped: number;
   lastNoticeAt: number;
@@ -67,21 +74,30 @@ export class IntegrationLogSink {
     setInterval(() => this.sayDropped(Date.now()), limits.noticeEveryMs).unref();
   }
 
+  /** Whether the installation's isolate may send now (its body not read yet); a refused send counts as a drop of unknown size. */
+  admitsSend(source: LogSource): boolean {
+    const now = Date.now();
+    const admitted = this.installationOf(source, now).sends.take(1, now) === 1;
+    if (!admitted) integrationLogLines.inc({ outcome: 'dropped_rate' });
+    return admitted;
+  }
+
   /** `body` is what the isolate sent: `{lines, dropped}`, trusted for nothing but its own lines. */
   accept(source: LogSource, body: unknown): void {
     const now = Date.now();
     const installation = this.installationOf(source, now);
     const { lines = [], dropped = 0 } = (typeof body === 'object' && body !== null ? body : {}) as { lines?: unknown; dropped?: unknown };
     const given = Array.isArray(lines) ? lines : [];
-    const valid = given.flatMap((line) => lineOf(line, source, now, this.limits.lineChars) ?? []);
-    const granted = installation.bucket.take(valid.length, now);
-    const kept = valid.slice(0, granted);
-    const droppedInIsolate = Number.isSafeInteger(dropped) && (dropped as number) > 0 ? (dropped as number) : 0;
-    installation.dropped += valid.length - granted + droppedInIsolate;
+    // Tokens first: lines past the rate cost no checking.
+    const granted = installation.bucket.take(Math.min(given.length, this.limits.linesPerSend), now);
+    const kept = given.slice(0, granted).flatMap((line) => lineOf(line, source, now, this.limits.lineChars) ?? []);
+    // What the isolate says it dropped counts, up to what it could have held.
+    const droppedInIsolate = Number.isSafeInteger(dropped) && (dropped as number) > 0 ? Math.min(dropped as number, 1_000_000) : 0;
+    installation.dropped += given.length - granted + droppedInIsolate;
     integrationLogLines.inc({ outcome: 'kept' }, kept.length);
-    integrationLogLines.inc({ outcome: 'dropped_rate' }, valid.length - granted);
+    integrationLogLines.inc({ outcome: 'dropped_rate' }, given.length - granted);
     integrationLogLines.inc({ outcome: 'dropped_in_isolate' }, droppedInIsolate);
-    integrationLogLines.inc({ outcome: 'invalid' }, given.length - valid.length);
+    integrationLogLines.inc({ outcome: 'invalid' }, granted - kept.length);
     if (now - installation.lastNoticeAt >= this.limits.noticeEveryMs) this.sayDropped(now, [installation]);
     this.write(installation, kept);
   }
@@ -89,7 +105,14 @@ export class IntegrationLogSink {
   private installationOf(source: LogSource, now: number): Installation {
     let installation = this.installations.get(source.installationId);
     if (!installation) {
-      installation = { source, bucket: new TokenBucket(this.limits.linesPerSecond, this.limits.burstLines, now), dropped: 0, lastNoticeAt: now, sinceTrim: Infinity };
+      installation = {
+        source,
+        bucket: new TokenBucket(this.limits.linesPerSecond, this.limits.burstLines, now),
+        sends: new TokenBucket(this.limits.sendsPerSecond, this.limits.sendsPerSecond * 5, now),
+        dropped: 0,
+        lastNoticeAt: now,
+        sinceTrim: Infinity,
+      };
       this.installations.set(source.installationId, installation);
     }
     // The newest version that wrote is the one a notice names.
@@ -117,13 +140,14 @@ export class IntegrationLogSink {
     installation.sinceTrim += lines.length;
     const trim = installation.sinceTrim >= this.limits.keptPerInstallation / 10;
     if (trim) installation.sinceTrim = 0;
-    void this.writes
-      .submit(lines)
-      .then(() => (trim ? this.store.trim(installation.source.installationId, this.limits.keptPerInstallation) : 0))
-      .catch((err: Error) => {
+    const warn = (what: string) => (err: Error) => this.logger?.warn({ err: err.message, installation: installation.source.installationId, lines: lines.length }, what);
+    void this.writes.submit(lines, Date.now() + WRITE_DEADLINE_MS).then(
+      () => (trim ? this.store.trim(installation.source.installationId, this.limits.keptPerInstallation).catch(warn('integration log not trimmed')) : undefined),
+      (err: Error) => {
         integrationLogLines.inc({ outcome: 'not_written' }, lines.length);
-        this.logger?.warn({ err: err.message, installation: installation.source.installationId, lines: lines.length }, 'integration log lines not written');
-      });
+        warn('integration log lines not written')(err);
+      },
+    );
   }
 }
 
@@ -139,6 +163,7 @@ function lineOf(given: unknown, source: LogSource, now: number, lineChars: numbe
     kind: kind as LogKind,
     ...(typeof eventId === 'string' && EVENT_ID.test(eventId) && { eventId }),
     ...(typeof traceId === 'string' && TRACE_ID.test(traceId) && { traceId }),
-    message: message.length > lineChars ? `${message.slice(0, lineChars)}… (cut at ${lineChars} characters)` : message,
+    // PostgreSQL's text takes no NUL: one would fail the whole group commit, other installations' lines with it.
+    message: (message.length > lineChars ? `${message.slice(0, lineChars)}… (cut at ${lineChars} characters)` : message).replaceAll('\0', '\uFFFD'),
   };
 }

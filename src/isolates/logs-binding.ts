@@ -1,24 +1,29 @@
 import type { IntegrationLogSink, LogSource } from '../integration-logs/log-sink';
+import { MAX_SEND_BYTES } from './runtime-host';
 import type { NodeService } from './workerd-process';
-
-/** A send of log lines at most: 500 lines of at most 4,096 characters, with room for their JSON. */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
  * The `platformLogs` binding of one installation's isolate: the host's console lines,
  * POSTed as JSON, go to the sink under the source the platform gave this binding, so that
- * no line can be written to another installation's log whatever the code sends.
+ * no line can be written to another installation's log whatever the code sends. Code can
+ * reach the binding itself (`cloudflare:workers`' env): a send past its installation's
+ * rate is refused before its body is read, and a body past MAX_SEND_BYTES is cut off.
  */
 export function logsBinding(sink: IntegrationLogSink, source: LogSource): NodeService {
   return (req, res) => {
+    if (!sink.admitsSend(source)) {
+      res.writeHead(429).end();
+      return void req.destroy();
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      if (size <= MAX_SEND_BYTES) return void chunks.push(chunk);
+      res.writeHead(413).end();
+      req.destroy();
     });
     req.on('end', () => {
-      if (size > MAX_BODY_BYTES) return void res.writeHead(413).end();
       try {
         sink.accept(source, JSON.parse(Buffer.concat(chunks).toString('utf8')));
       } catch {

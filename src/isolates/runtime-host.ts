@@ -1,3 +1,5 @@
+import { LOG_LIMITS } from '../integration-logs/log-sink';
+
 /** How long work an integration hands to waitUntil may go on after its response. */
 export const WAIT_UNTIL_MS = 30_000;
 
@@ -8,6 +10,11 @@ export const EGRESS_FAILURE_HEADER = 'x-platform-egress-failure';
 export const INVOCATION_HEADER = 'x-platform-invocation';
 /** Console lines an isolate holds between sends at most; past them it counts what it drops. */
 export const PENDING_LOG_LINES = 1000;
+/** Lines a send carries at most, and their characters (a character takes at most 6 bytes of JSON). */
+export const LINES_PER_SEND = 500;
+const SEND_CHARS = 256 * 1024;
+/** A send's body at most, as the binding takes it. */
+export const MAX_SEND_BYTES = SEND_CHARS * 6 + LINES_PER_SEND * 512;
 
 /**
  * Evaluated before the integration's bundle, so that its own top level is seen too.
@@ -36,17 +43,25 @@ globalThis.fetch = async function fetch(input, init) {
 export const invocation = new AsyncLocalStorage();
 let pending = [];
 let dropped = 0;
-const MAX_CHARS = 4096;
+// One past the platform's bound, so that the platform marks the line as cut.
+const MAX_CHARS = ${LOG_LIMITS.lineChars + 1};
+// What one send carries at most: a body within the binding's bound whatever the characters.
+const SEND_CHARS = ${SEND_CHARS};
 const text = (value) => {
-  if (typeof value === 'string') return value;
-  if (value instanceof Error) return value.stack || String(value);
   try {
+    if (typeof value === 'string') return value;
+    if (value instanceof Error) return String(value.stack || value);
     const json = JSON.stringify(value);
     return json === undefined ? String(value) : json;
   } catch {
-    return String(value);
+    try {
+      return String(value);
+    } catch {
+      return '[unprintable]';
+    }
   }
 };
+// Never throws: what the code logs cannot break the platform's own answer.
 export function log(level, args) {
   if (pending.length >= ${PENDING_LOG_LINES}) return void dropped++;
   const { kind = 'load', eventId, traceId } = invocation.getStore() ?? {};
@@ -59,10 +74,16 @@ for (const [method, level] of [['debug', 'debug'], ['trace', 'debug'], ['log', '
 }
 export async function flush(binding) {
   while (pending.length || dropped) {
-    const lines = pending.splice(0, 500);
+    let count = 0;
+    for (let chars = 0; count < pending.length && count < ${LINES_PER_SEND} && (count === 0 || chars + pending[count].message.length <= SEND_CHARS); count++) chars += pending[count].message.length;
+    const lines = pending.splice(0, count);
     const body = JSON.stringify({ lines, dropped });
+    const counted = dropped;
     dropped = 0;
-    if (binding) await binding.fetch('http://logs/', { method: 'POST', body }).catch(() => undefined);
+    if (!binding) continue;
+    // Lines the platform did not take are counted as dropped in the next send.
+    const taken = await binding.fetch('http://logs/', { method: 'POST', body }).then((answer) => answer.ok, () => false);
+    if (!taken) return void (dropped += counted + lines.length);
   }
 }
 `;
@@ -117,9 +138,11 @@ export default {
       }
       ctx.waitUntil((async () => {
         await flush(env.platformLogs);
-        // Work handed over later (from inside waitUntil work) is waited for too.
-        for (let i = 0; i < background.length; i++) await background[i];
-        if (background.length) await flush(env.platformLogs);
+        // Work handed over later (from inside waitUntil work) is waited for too, within the
+        // bound of the call's own: past it the pool takes a send for work left behind.
+        const bound = new Promise((resolve) => setTimeout(resolve, ${WAIT_UNTIL_MS}, 'bound'));
+        for (let i = 0; i < background.length; i++) if ((await Promise.race([background[i], bound])) === 'bound') break;
+        await flush(env.platformLogs);
       })());
       return response;
     });

@@ -131,7 +131,10 @@ export function createOAuthHandler<Parsed = OAuthResponse>(config: OAuthConfig<P
     } catch (error) {
       // Only what is meant to be shown (ExposableError, the platform's own refusals) is: any
       // other message may carry internals (a provider's HTML parsed as JSON, say).
-      if (!(error instanceof ExposableError)) return page('The connection failed', 'Something went wrong while connecting. Nothing was stored; try again.', 500);
+      if (!(error instanceof ExposableError)) {
+        console.error('the OAuth callback failed:', error);
+        return page('The connection failed', 'Something went wrong while connecting. Nothing was stored; try again.', 500);
+      }
       return page('The connection failed', error.message, error.status >= 400 && error.status <= 599 ? error.status : 500);
     }
   };
