@@ -108,6 +108,58 @@ describe('the authoring CLI, end to end', function () {
     assert.deepEqual(parts, ['browser', 'window.widget = 1;', { type: 'text', children: ['hi'] }]);
   });
 
+  it('check renders each component once, as a block is when first inserted: a render that throws is an error at its line in the source, classic JSX without React among them', async function () {
+    const root = path.join(mkdtempSync(path.join(os.tmpdir(), 'platform-render-')), 'renders');
+    mkdirSync(path.join(root, 'src'), { recursive: true });
+    writeFileSync(
+      path.join(root, 'platform-manifest.yaml'),
+      `name: renders\ntitle: Renders\ndescription: Three blocks.\norganization: ${tenant.org}\nvisibility: private\nscopes: [space:content:read]\nscript: src/index.tsx\nblocks:\n  - { id: fine, title: Fine }\n  - { id: broken, title: Broken }\n  - { id: unfurled, title: Unfurled }\nconfigurations:\n  account:\n    properties:\n      greeting: { type: string, default: Hello }\n`,
+    );
+    const script = [
+      "import { createComponent, createIntegration, ExposableError } from 'integration-platform/runtime';",
+      '',
+      'const fine = createComponent<{ url?: string }, {}, never, any>({',
+      "  componentId: 'fine',",
+      '  async render(element, context) {',
+      "    return <text>{context.environment.installation.configuration.greeting}, {element.props.url ?? 'no link'}</text>;",
+      '  },',
+      '});',
+      'const broken = createComponent<{ url: string }>({',
+      "  componentId: 'broken',",
+      '  async render(element) {',
+      '    const host = new URL(element.props.url).hostname;',
+      '    return <text>{host}</text>;',
+      '  },',
+      '});',
+      'const unfurled = createComponent<{ url?: string }>({',
+      "  componentId: 'unfurled',",
+      '  async render(element) {',
+      "    if (!element.props.url) throw new ExposableError('Missing URL');",
+      '    return <text>{element.props.url}</text>;',
+      '  },',
+      '});',
+      'export default createIntegration({ components: [fine, broken, unfurled] });',
+      '',
+    ].join('\n');
+    writeFileSync(path.join(root, 'src', 'index.tsx'), script);
+    const checked = await cli(['check'], { cwd: root });
+    assert.equal(checked.code, 1, checked.stdout);
+    assert.match(checked.stderr, /^(error: )?src\/index\.tsx:12:\d+ component "broken" fails when rendered with no props, as a block is when first inserted: TypeError: /m);
+    assert.ok(!checked.stderr.includes('"fine"'), checked.stderr);
+    // Classic JSX (a tsconfig that asks for React's) renders nothing: said at check, not at the first render.
+    writeFileSync(path.join(root, 'tsconfig.json'), JSON.stringify({ compilerOptions: { jsx: 'react' } }));
+    writeFileSync(path.join(root, 'src', 'index.tsx'), script.replace('new URL(element.props.url).hostname', "'fixed'"));
+    const classic = await cli(['check'], { cwd: root });
+    assert.equal(classic.code, 1);
+    assert.match(classic.stderr, /^(error: )?src\/index\.tsx:6:\d+ component "fine" fails when rendered .*: ReferenceError: React is not defined$/m);
+    writeFileSync(path.join(root, 'tsconfig.json'), JSON.stringify({ compilerOptions: { jsx: 'react-jsx' } }));
+    const fixed = await cli(['check'], { cwd: root });
+    assert.equal(fixed.code, 0, fixed.stderr);
+    assert.equal(fixed.stdout, 'renders is valid (components: fine, broken, unfurled)\n');
+    // A refusal on purpose (ExposableError) is the block saying it needs its props, as link unfurl gives them: a note.
+    assert.match(fixed.stderr, /note: component "unfurled" refuses to render with no props \(Missing URL\)/);
+  });
+
   it('parses key=value as JSON where it parses and as text otherwise; reads only listed variables', function () {
     assert.deepEqual(parseAssignments(['a=1', 'b=true', 'c=null', 'd=hello', 'e={"x":1}', 'f=']), { a: 1, b: true, c: null, d: 'hello', e: '{"x":1}', f: '' });
     const manifest = { secrets: { A: '${{ env.VAR_A }}' } } as never;

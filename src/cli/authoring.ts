@@ -6,9 +6,13 @@ import { parse, stringify } from 'yaml';
 import { MANIFEST_FILE, validateManifest } from '../manifest/validate';
 import { MAX_SCRIPT_BYTES, type Manifest, type ManifestIssue } from '../manifest/types';
 import { inspectScript } from '../isolates/inspect-script';
+import { renderEachComponent, type RenderFailure } from '../isolates/render-check';
+import { buildEnvironment } from '../integrations/environment';
+import { defaultsOf } from '../integrations/configuration';
+import { SourceMapConsumer, type RawSourceMap } from 'source-map-js';
 import type { ApiClient } from './api-client';
 import { CliError } from './api-client';
-import { bundleScript } from './bundle';
+import { bundleWithSourceMap, isOwnRuntime } from './bundle';
 import { scaffoldFiles } from './scaffold';
 
 export interface Terminal {
@@ -85,6 +89,7 @@ export async function checkIntegration(terminal: Terminal, dirArg = '.', env?: s
     script = undefined; // The validation below reports the YAML error with its position.
   }
   let bundle: string | undefined;
+  let sourceMap: string | undefined;
   let componentIds: string[] = [];
   const scriptErrors: string[] = [];
   if (typeof script === 'string' && script) {
@@ -93,7 +98,7 @@ export async function checkIntegration(terminal: Terminal, dirArg = '.', env?: s
     if (!existsSync(entry)) scriptErrors.push(`${MANIFEST_FILE}: script ${script} does not exist`);
     else {
       try {
-        bundle = await bundleScript(entry);
+        ({ code: bundle, map: sourceMap } = await bundleWithSourceMap(entry, dir));
       } catch (err) {
         const errors = (err as { errors?: { text: string; location?: { file: string; line: number; column: number } }[] }).errors ?? [];
         scriptErrors.push(...(errors.length ? errors.map((e) => `${e.location ? `${e.location.file}:${e.location.line}:${e.location.column + 1} ` : ''}${e.text}`) : [(err as Error).message]));
@@ -110,6 +115,13 @@ export async function checkIntegration(terminal: Terminal, dirArg = '.', env?: s
   const result = validateManifest(manifestText, { readFile, componentIds: bundle ? componentIds : undefined });
   for (const warning of result.warnings) terminal.print(located(manifestName, warning, 'warning: '));
   const errors = [...result.errors.map((issue) => located(manifestName, issue)), ...scriptErrors];
+  if (!errors.length && result.manifest && bundle && componentIds.length) {
+    terminal.progress(`Rendering ${componentIds.length} component(s)…`);
+    for (const failure of await renderEachComponent(bundle, componentIds, checkEnvironment(result.manifest))) {
+      if (failure.refused) terminal.progress(`note: component "${failure.componentId}" refuses to render with no props (${failure.message}); fine for a block only ever created with them, by link unfurl say`);
+      else errors.push(renderError(failure, sourceMap!, dir, script as string));
+    }
+  }
   if (errors.length || !result.manifest) throw new CliError(`${errors.join('\n')}\n${errors.length} error(s)`, `fix them and run platform check again`);
   return { dir, manifestText, manifest: result.manifest, bundle, componentIds, warnings: result.warnings };
 }
@@ -140,4 +152,22 @@ export async function publishIntegration(terminal: Terminal, api: ApiClient, env
   const published = await api.request<{ name: string; version: number }>('POST', '/v1/integrations', { manifest: checked.manifestText, script: checked.bundle ?? '', assets, secrets });
   terminal.print(`Published ${published.name} version ${published.version}\nInstall it: platform install ${published.name} --org ${checked.manifest.organization}`);
   return published;
+}
+
+/** What a component's first render gets at check time: an installation of the manifest's organization, configured with its defaults. */
+function checkEnvironment(manifest: Manifest): object {
+  const configuration = defaultsOf(manifest.configurations?.account);
+  const installation = { id: 'ins_check', integration: manifest.name, target: { org: manifest.organization }, status: 'active' as const, events: [], createdAt: new Date().toISOString(), revision: 0, scopes: manifest.scopes ?? [], configuration, signingSecrets: [] };
+  return buildEnvironment(installation, { name: manifest.name, version: 0, secrets: {} }, 'http://localhost:8080', 'itk_check');
+}
+
+/** A failed render as `file:line:col component "x" …: message`, its place the first frame of the integration's own sources. */
+function renderError(failure: RenderFailure, sourceMap: string, dir: string, script: string): string {
+  const what = `component "${failure.componentId}" fails when rendered with no props, as a block is when first inserted: ${failure.message}`;
+  const consumer = new SourceMapConsumer(JSON.parse(sourceMap) as RawSourceMap);
+  for (const [, line, column] of failure.stack?.matchAll(/integration\.js:(\d+):(\d+)/g) ?? []) {
+    const original = consumer.originalPositionFor({ line: Number(line), column: Number(column) - 1 });
+    if (original.source && !original.source.includes('node_modules') && !isOwnRuntime(dir, original.source)) return `${original.source}:${original.line}:${(original.column ?? 0) + 1} ${what}`;
+  }
+  return `${script}: ${what}`;
 }

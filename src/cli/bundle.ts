@@ -3,6 +3,9 @@ import path from 'node:path';
 
 const RUNTIME = path.join(__dirname, '..', 'runtime');
 
+/** Whether a source of a bundle's map (relative to `root`) is this CLI's own runtime, not the integration's code. */
+export const isOwnRuntime = (root: string, source: string): boolean => path.resolve(root, source).startsWith(`${RUNTIME}${path.sep}`);
+
 /**
  * `integration-platform/runtime` (and its JSX runtime) resolve to this CLI's own copy, so a
  * scaffolded integration builds with nothing published to a registry; so does
@@ -25,8 +28,16 @@ const ownRuntime: Plugin = {
  * packages resolve and files load as its bundler has them.
  */
 export async function bundleScript(entry: string): Promise<string> {
+  return (await bundleWithSourceMap(entry, path.dirname(entry))).code;
+}
+
+/** The bundle and its source map, whose sources are named relative to `root` (the integration's folder). */
+export async function bundleWithSourceMap(entry: string, root: string): Promise<{ code: string; map: string }> {
   const result = await build({
     entryPoints: [entry],
+    // Not written: it only names where the map's sources are relative to.
+    outfile: path.join(root, 'integration.js'),
+    sourcemap: 'external',
     bundle: true,
     format: 'esm',
     platform: 'neutral',
@@ -46,5 +57,6 @@ export async function bundleScript(entry: string): Promise<string> {
     external: ['cloudflare:*', 'node:*'],
     plugins: [ownRuntime],
   });
-  return result.outputFiles[0]!.text;
+  const file = (suffix: string) => result.outputFiles.find((output) => output.path.endsWith(suffix))!.text;
+  return { code: file('integration.js'), map: file('integration.js.map') };
 }

@@ -29,6 +29,11 @@ export interface FieldIssue {
   column?: number;
 }
 
+/** The schema's defaults: what a new installation's configuration starts from. */
+export function defaultsOf(schema: ConfigurationSchema | undefined): Configuration {
+  return Object.fromEntries(Object.entries(schema?.properties ?? {}).flatMap(([key, property]) => ('default' in property && property.default !== undefined ? [[key, property.default]] : [])));
+}
+
 /**
  * A patch sets properties; `null` unsets one. Wrong types, values outside an enum and
  * unknown properties are refused; missing required values are not (they keep the

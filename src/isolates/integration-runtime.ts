@@ -14,7 +14,7 @@ import { INVOCATION_HEADER } from './runtime-host';
 export const INVOCATION_DEADLINE_MS = 10_000;
 
 /** The envelope of DESIGN.md §3 as multipart/form-data: event, environment, and the body when there is one. */
-function envelope(event: object, environment: object, body?: Buffer): { contentType: string; payload: Buffer } {
+export function envelope(event: object, environment: object, body?: Buffer): { contentType: string; payload: Buffer } {
   const boundary = `----platform${randomBytes(12).toString('hex')}`;
   const part = (name: string, type: string, content: Buffer, filename = '') =>
     Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"${filename && `; filename="${filename}"`}\r\nContent-Type: ${type}\r\n\r\n`), content, Buffer.from('\r\n')]);
