@@ -7,7 +7,7 @@ const restartDelayMs = (failures: number): number => Math.min(30_000, 500 * 2 **
 /** Restarts failed in a row after which the process cannot recover by itself: /livez says so, for an orchestrator to restart it. */
 const MAX_FAILED_RESTARTS = 5;
 /** Tries of the first start. */
-const STARTS = 3;
+const STARTS = 5;
 
 /** Whether the process can still recover by itself (/livez). */
 export type Liveness = () => { ok: true } | { ok: false; reason: string };
@@ -32,7 +32,7 @@ export class SupervisedDevServer implements DevServer {
   }
 
   /**
-   * The first start is tried STARTS times when the process exits before serving: on a busy
+   * The first start is tried STARTS times (over about 8 s) when the process exits before serving: on a busy
    * machine a port the CLI picks for itself (its internal services') can be taken between
    * its pick and its bind, and the CLI panics.
    */

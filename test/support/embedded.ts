@@ -50,8 +50,10 @@ export async function embedded(dataDir: string, adminToken: string, options: { p
     return { main, base, ports };
   }
   // A parent in the place of `npm start`: it runs main.js as its child and does nothing else.
-  const wrapper = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, [${JSON.stringify(path.join(DIST, 'src', 'main.js'))}], { stdio: 'inherit' }); setInterval(() => {}, 1e6);`], { env, stdio: 'ignore' });
-  await healthy(base);
+  const wrapper = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, [${JSON.stringify(path.join(DIST, 'src', 'main.js'))}], { stdio: 'inherit' }); setInterval(() => {}, 1e6);`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let said = '';
+  wrapper.stderr!.on('data', (chunk: Buffer) => (said = (said + chunk.toString()).slice(-2000)));
+  await healthy(base).catch((err: Error) => Promise.reject(new Error(`${err.message}; main.js's stderr ended with: ${said || '(nothing)'}`)));
   const main = childrenOf(wrapper.pid!).map((pid) => ({ pid })).at(0)!;
   return { main: main as unknown as ChildProcess, wrapper, base, ports };
 }
