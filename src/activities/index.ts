@@ -1,3 +1,8 @@
+import { heartbeat } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from '../workflows/installation';
+import { FailureType } from '../workflows/errors';
 import type { InstallationProjection, NewEvent, PageCursor } from '../delivery-log/types';
 import { deliveryId } from '../ids';
 import type { IngestService } from '../ingest/ingest-service';
@@ -33,9 +38,17 @@ export interface ActivityDependencies extends AttemptBatchDependencies {
   ingest: IngestService;
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
   retentionDays: number;
+  /** Rollouts move installations through their workflows' updates. */
+  client: Client;
 }
 
 /** Activities get their dependencies from the worker, so tests hand in real or local ones. */
+/** Installations a rollout's activity moves at most. */
+const ROLLOUT_PAGE = 100;
+
+/** An update refused because the installation was deleted meanwhile (its validator's 404). */
+const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === FailureType.notFound;
+
 export function createActivities(deps: ActivityDependencies) {
   return {
     attemptDeliveries: createAttemptBatch(deps),
@@ -84,6 +97,27 @@ export function createActivities(deps: ActivityDependencies) {
       await deps.ingest.handOverRecorded([...stranded, ...overdue]).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length, overdue: overdue.length }, 'stranded deliveries not all handed over; the next pass tries again'));
       const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;
       return { found: stranded.length + overdue.length, ...(last && { next: { createdAt: last.createdAt, id: last.id } }) };
+    },
+
+    /**
+     * A page of a rollout: each installation of the integration after `after` (by id) that
+     * is not deleted gets the move; its workflow keeps pinned ones and newer ones where they
+     * are. Answers how many moved and where the next page starts, if one does.
+     */
+    async moveInstallationsToVersion(integration: string, change: VersionChange, after?: string): Promise<{ moved: number; next?: string }> {
+      const ids = await deps.installations.idsOf(integration, after, ROLLOUT_PAGE);
+      let moved = 0;
+      for (const id of ids) {
+        try {
+          const answer = await deps.client.workflow.getHandle(installationWorkflowId(id)).executeUpdate(moveToVersionUpdate, { args: [change, 'rollout'] });
+          if (answer.version === change.version) moved += 1;
+        } catch (err) {
+          // Deleted since it was listed: nothing to move.
+          if (!(err instanceof WorkflowNotFoundError) && !isDeletedRefusal(err)) throw err;
+        }
+        heartbeat(id);
+      }
+      return { moved, ...(ids.length === ROLLOUT_PAGE && { next: ids.at(-1) }) };
     },
 
     /** Deletes what is past retention (deliveries and integrations' logs), in bounded steps; returns how many rows went. */

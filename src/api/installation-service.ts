@@ -6,7 +6,9 @@ import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../integrat
 import { refusedTarget } from '../integrations/installation-rules';
 import { newInstallationId } from '../ids';
 import { assertWebhookDestination } from '../webhooks/url-guard';
-import { configureUpdate, deleteUpdate, installationWorkflow, installationWorkflowId, newInstallationState, type InstallationView } from '../workflows/installation';
+import { configureUpdate, deleteUpdate, installationWorkflow, installationWorkflowId, moveToVersionUpdate, newInstallationState, type InstallationView } from '../workflows/installation';
+import { changeOf, IntegrationVersions } from '../integrations/versions';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { SigningSecret } from '../delivery-log/types';
 import { isMember, requireMember, type Caller } from './auth';
 import type { ApiDeps } from './deps';
@@ -19,6 +21,7 @@ export const newSigningSecret = (): string => `whsec_${randomBytes(32).toString(
 export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' | 'baseUrl' | 'webhookGuard' | 'installations' | 'directory'>) {
   const { client } = deps;
   const catalog = new IntegrationCatalog(client);
+  const versions = new IntegrationVersions(client);
   const handle = (id: string) => client.workflow.getHandle(installationWorkflowId(id));
   const withUrls = <T extends { id: string; integration: string }>(installation: T) => ({
     ...installation,
@@ -35,8 +38,8 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     if (!stored || stored.status === 'deleted') throw notFound('installation');
     // An installation token sees its own installation, and nothing else exists for it.
     if (caller.kind === 'installation' ? caller.installationId !== stored.id : !isMember(caller, stored.target.org)) throw notFound('installation');
-    const { id: _id, integration, version, target, status, configuration, createdAt, updatedAt, signingSecrets } = stored;
-    return { id, integration, ...(version !== undefined && { version }), target, status, configuration: maskCredentials(configuration), createdAt, updatedAt, signingSecrets };
+    const { id: _id, integration, version, pinned, target, status, configuration, createdAt, updatedAt, signingSecrets } = stored;
+    return { id, integration, ...(version !== undefined && { version }), ...(pinned && { pinned }), target, status, configuration: maskCredentials(configuration), createdAt, updatedAt, signingSecrets };
   }
 
   /** The installation as the API shows it, if the caller may see it (see loadStored). */
@@ -114,5 +117,22 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     });
   }
 
-  return { handle, withUrls, load, signingSecret, checkWebhookConfiguration, refuseHandSetCredentials, list, install };
+  /**
+   * Pins the installation to a published version (`to`, earlier or later), or unpins it
+   * back to the latest (`latest`): its workflow moves it, keeping configuration and
+   * credentials, as a publish's rollout does.
+   */
+  async function moveToVersion(caller: Caller, id: string, to: number | 'latest'): Promise<InstallationView> {
+    const installation = await load(caller, id);
+    const latest = (await catalog.state(installation.integration))?.summary?.latestVersion;
+    if (installation.integration === WEBHOOK_INTEGRATION || latest === undefined) throw badRequest('the webhook integration has no versions', [{ field: 'version', message: 'webhook installations have none' }]);
+    const version = to === 'latest' ? latest : to;
+    const unpublished = badRequest(`${installation.integration} has no version ${version}`, [{ field: 'version', message: `must be a published version of ${installation.integration}, 1 to ${latest}` }]);
+    if (version > latest) throw unpublished;
+    // A number reserved by a publish that never completed has no version behind it.
+    const published = await versions.get(installation.integration, version).catch((err: unknown) => Promise.reject(err instanceof WorkflowNotFoundError ? unpublished : err));
+    return handle(id).executeUpdate(moveToVersionUpdate, { args: [changeOf(published), to === 'latest' ? 'unpin' : 'pin'] });
+  }
+
+  return { handle, withUrls, load, signingSecret, checkWebhookConfiguration, refuseHandSetCredentials, list, install, moveToVersion };
 }

@@ -9,6 +9,8 @@ import { commitVersionUpdate, integrationVersionWorkflow, integrationVersionWork
 import { requireMember, type Caller } from './auth';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 import { newInstallLinkToken } from './integration-catalog';
+import { rolloutWorkflow, rolloutWorkflowId } from '../workflows/rollout';
+import { changeOf } from '../integrations/versions';
 
 const MAX_ASSETS_BYTES = 512 * 1024;
 
@@ -80,6 +82,12 @@ export class PublishService {
       taskQueue: this.taskQueue,
       args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: body.assets ?? {}, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin' }],
     });
-    return handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id, inspection.eventTypes] });
+    const committed = await handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id, inspection.eventTypes] });
+    // Installations move to it as GitBook's do, but the pinned ones; the rollout is durable, not waited for.
+    if (version > 1) {
+      const change = changeOf({ version, manifest, eventTypes: inspection.eventTypes });
+      await this.client.workflow.start(rolloutWorkflow, { workflowId: rolloutWorkflowId(manifest.name, version), taskQueue: this.taskQueue, args: [{ integration: manifest.name, change }], workflowIdConflictPolicy: 'USE_EXISTING' });
+    }
+    return committed;
   }
 }

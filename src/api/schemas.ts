@@ -33,6 +33,8 @@ export const installationSchema: SchemaObject = {
     target: targetSchema,
     status: { enum: [...LISTED_INSTALLATION_STATUSES] },
     configuration: configurationSchema,
+    version: { type: 'integer', description: 'The integration version it runs (none for webhooks)' },
+    pinned: { type: 'boolean', description: 'Kept on its version: publishes do not move it' },
     urls: { type: 'object', properties: { publicEndpoint: { type: 'string' } } },
     createdAt: { type: 'string' },
     updatedAt: { type: 'string' },

@@ -64,3 +64,14 @@ export async function setConfiguration(api: ApiClient, output: Output, installat
   const installation = await api.request<InstallationRow>('PATCH', `/v1/installations/${encodeURIComponent(installationId)}/configuration`, parseAssignments(assignments));
   show(output, installation, () => `${installation.id}: ${installation.status}${nextStep(installation)}`);
 }
+
+/** `platform pin <installation> <version>` (kept there through publishes) and `platform unpin <installation>` (back to the latest). */
+export async function moveToVersion(api: ApiClient, output: Output, installationId: string | undefined, version: string | undefined, pin: boolean): Promise<void> {
+  const usage = pin ? 'platform pin <installation> <version>' : 'platform unpin <installation>';
+  if (!installationId) throw new CliError('missing <installation>', usage, 2);
+  if (pin && !/^[1-9]\d{0,8}$/.test(version ?? '')) throw new CliError('missing or malformed <version>: a version number', usage, 2);
+  const path = `/v1/installations/${encodeURIComponent(installationId)}/${pin ? 'pin' : 'unpin'}`;
+  const installation = await api.request<InstallationRow & { version?: number; pinned?: boolean }>('POST', path, pin ? { version: Number(version) } : undefined);
+  show(output, installation, () => `${installation.id}: version ${installation.version}${installation.pinned ? ', pinned' : ', moved by publishes'}: ${installation.status}`);
+}
+

@@ -3,7 +3,7 @@ import { ApiClient, CliError } from './api-client';
 import { listDeliveries, replayDelivery, replayFailed, showDelivery } from './deliveries';
 import type { Output } from './format';
 import { checkIntegration, newIntegration, publishIntegration, type Terminal } from './authoring';
-import { install, listIntegrations, setConfiguration } from './integrations';
+import { install, listIntegrations, moveToVersion, setConfiguration } from './integrations';
 import { PLATFORM_VERSION } from '../version';
 import { createOrg, createUser } from './tenancy';
 import { sendEvents } from './events';
@@ -18,6 +18,8 @@ Usage:
   platform integrations list
   platform install <name> --org <org> [--space <id> | --site <id>] [--install-link <token>]
   platform config set <installation> key=value [key=value …]
+  platform pin <installation> <version>     keep it on a version through publishes
+  platform unpin <installation>             back to the latest, moved by publishes again
   platform orgs create <id> --subdomain <subdomain> --title <title>
   platform users create <id> --org <org> [--org <org> …]
   platform events send [file.json | -]      one event, an array, or {"events": [...]}
@@ -105,6 +107,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     return showLogs(api, output, command, { installation: values.installation, level: values.level, since: values.since, limit: values.limit, follow: values.follow, stopped: stopped.signal });
   }
   if (group === 'config' && command === 'set') return setConfiguration(api, output, id, positionals.slice(3));
+  if (group === 'pin' || group === 'unpin') return moveToVersion(api, output, command, id, group === 'pin');
   const needId = () => id ?? Promise.reject(new CliError(`missing <delivery id>`, `platform deliveries ${command} <delivery id>`, 2));
   if (group === 'deliveries') {
     switch (command) {

@@ -37,6 +37,7 @@ export class InstallationIndex {
       url: installation.url ?? null,
       secrets: this.encryption.seal(JSON.stringify(installation.signingSecrets)),
       version: installation.version ?? null,
+      pinned: installation.pinned ? 1 : 0,
       scopes: JSON.stringify(installation.scopes),
       configuration: this.encryption.seal(JSON.stringify(installation.configuration)),
       revision: installation.revision,
@@ -55,6 +56,9 @@ export class InstallationIndex {
             url: eb.ref('excluded.url'),
             secrets: eb.ref('excluded.secrets'),
             configuration: eb.ref('excluded.configuration'),
+            version: eb.ref('excluded.version'),
+            pinned: eb.ref('excluded.pinned'),
+            scopes: eb.ref('excluded.scopes'),
             revision: eb.ref('excluded.revision'),
             updated_at: eb.ref('excluded.updated_at'),
           }))
@@ -77,6 +81,20 @@ export class InstallationIndex {
     return rows.map((row) => ({ ...summaryOf(row), configuration: maskCredentials(JSON.parse(this.encryption.open(row.configuration)) as Record<string, unknown>) }));
   }
 
+  /** Ids of an integration's installations that are not deleted, by id, after `after`: a rollout's pages. */
+  async idsOf(integration: string, after: string | undefined, limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('installations')
+      .select('id')
+      .where('integration', '=', integration)
+      .where('status', '!=', 'deleted')
+      .$if(after !== undefined, (q) => q.where('id', '>', after!))
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
   /** One installation as stored (deleted ones too: their status says so), with when it last changed. */
   async get(id: string): Promise<(InstallationTarget & { updatedAt: string }) | undefined> {
     const [row] = await this.db.selectFrom('installations').select('updated_at').where('id', '=', id).execute();
@@ -94,6 +112,7 @@ export class InstallationIndex {
           ...summaryOf(row),
           signingSecrets: JSON.parse(this.encryption.open(row.secrets)) as SigningSecret[],
           ...(row.version !== null && { version: row.version }),
+          ...(Number(row.pinned) === 1 && { pinned: true }),
           scopes: JSON.parse(row.scopes) as string[],
           configuration: JSON.parse(this.encryption.open(row.configuration)) as Record<string, unknown>,
         },

@@ -187,6 +187,13 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('integration_logs_time').ifNotExists().on('integration_logs').column('time').execute();
     },
   },
+  '0008-installation-versions': {
+    // A publish moves an integration's installations to its new version, but the pinned ones.
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('installations').addColumn('pinned', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.createIndex('installations_integration').ifNotExists().on('installations').columns(['integration', 'id']).execute();
+    },
+  },
 };
 
 /**

@@ -75,6 +75,8 @@ export interface InstallationsTable {
   /** JSON of the signing secrets, sealed. */
   secrets: string;
   version: number | null;
+  /** 1 when a member keeps it on its version. */
+  pinned: number;
   /** JSON array. */
   scopes: string;
   /** JSON of the configuration, sealed: it may hold OAuth credentials. */

@@ -104,6 +104,8 @@ export interface InstallationProjection extends InstallationSummary {
   updatedAt: string;
   /** The installed integration version (none for webhooks), its scopes, the configuration as stored (credentials included). */
   version?: number;
+  /** Kept on its version by a member: a new version does not move it. Absent in projections from before pins. */
+  pinned?: boolean;
   scopes: string[];
   configuration: Record<string, unknown>;
 }

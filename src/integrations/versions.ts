@@ -1,5 +1,14 @@
 import type { Client } from '@temporalio/client';
 import { integrationVersionWorkflowId, versionQuery, type IntegrationVersion } from '../workflows/integration';
+import type { VersionChange } from '../workflows/installation';
+
+/** What a version brings to the installations moved to it. */
+export const changeOf = ({ version, manifest, eventTypes }: Pick<IntegrationVersion, 'version' | 'manifest' | 'eventTypes'>): VersionChange => ({
+  version,
+  configurations: manifest.configurations,
+  scopes: manifest.scopes,
+  eventTypes: eventTypes ?? [],
+});
 
 /** Versions kept in memory; each holds a bundle of at most 1 MiB. */
 const KEPT = 64;

@@ -4,3 +4,4 @@ export { deliveryEpochWorkflow, deliveryShardWorkflow } from './delivery-shard';
 export { retentionWorkflow } from './retention';
 export { strandedDeliveriesWorkflow } from './stranded';
 export { integrationWorkflow, integrationVersionWorkflow, registryWorkflow } from './integration';
+export { rolloutWorkflow } from './rollout';

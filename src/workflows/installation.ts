@@ -1,6 +1,6 @@
 import * as wf from '@temporalio/workflow';
-import { applyPatch, maskCredentials, type Configuration } from '../integrations/configuration';
-import { checkInstallationPatch, configurationComplete, type ConfigurationSchemas } from '../integrations/installation-rules';
+import { applyPatch, defaultsOf, maskCredentials, type Configuration } from '../integrations/configuration';
+import { checkInstallationPatch, configurationComplete, schemaFor, type ConfigurationSchemas } from '../integrations/installation-rules';
 import { selectedEvents, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
 import { deliverableEvents } from '../integrations/event-scopes';
 import { HistoryBudget } from './continue-as-new';
@@ -43,6 +43,8 @@ export interface InstallationState {
   eventTypes?: string[];
   /** space_installation_setup went out. */
   spaceAnnounced?: boolean;
+  /** Kept on its version by a member: a new version does not move it. */
+  pinned?: boolean;
 }
 
 /** What the API shows; secrets are never part of it. */
@@ -50,6 +52,7 @@ export interface InstallationView {
   id: string;
   integration: string;
   version?: number;
+  pinned?: boolean;
   target: Target;
   status: InstallationStatus;
   configuration: Configuration;
@@ -68,6 +71,21 @@ export interface NewInstallation {
   eventTypes?: string[];
 }
 
+/** What a version brings to an installation of it: its configuration schemas, scopes and the events its code handles. */
+export interface VersionChange {
+  version: number;
+  configurations?: ConfigurationSchemas;
+  scopes: string[];
+  eventTypes: string[];
+}
+
+/**
+ * How an installation comes to a version: a publish's rollout (to a newer one only, and
+ * never a pinned installation), a member's pin (to any published one, kept there), or an
+ * unpin (to the latest, moved by rollouts again).
+ */
+export type VersionMove = 'rollout' | 'pin' | 'unpin';
+
 export const installationWorkflowId = (id: string): string => `installation/${id}`;
 
 /**
@@ -83,6 +101,7 @@ export const pauseUpdate = wf.defineUpdate<InstallationView>('pause');
 export const resumeUpdate = wf.defineUpdate<InstallationView>('resume');
 export const deleteUpdate = wf.defineUpdate<InstallationView>('delete');
 /** The API generates the new secret: workflow randomness is deterministic, not secret. */
+export const moveToVersionUpdate = wf.defineUpdate<InstallationView, [VersionChange, VersionMove]>('moveToVersion');
 export const rotateSecretUpdate = wf.defineUpdate<SigningSecret, [string]>('rotateSecret');
 /** For operators in the Temporal UI; the API reads the read model, never this (no history is replayed on a request). */
 export const installationQuery = wf.defineQuery<InstallationView>('installation');
@@ -108,7 +127,7 @@ function statusOf(state: InstallationState): InstallationStatus {
 
 function view(state: InstallationState): InstallationView {
   const { id, integration, version, target, configuration, createdAt, updatedAt } = state;
-  return { id, integration, version, target, status: statusOf(state), configuration: maskCredentials(configuration), createdAt, updatedAt };
+  return { id, integration, version, ...(state.pinned && { pinned: true }), target, status: statusOf(state), configuration: maskCredentials(configuration), createdAt, updatedAt };
 }
 
 function projection(state: InstallationState): InstallationProjection {
@@ -121,6 +140,7 @@ function projection(state: InstallationState): InstallationProjection {
     events: state.integration === WEBHOOK_INTEGRATION ? selectedEvents(state.target, state.configuration) : deliverableEvents(state.eventTypes ?? [], state.scopes ?? []),
     url: typeof url === 'string' ? url : undefined,
     version: state.version,
+    pinned: state.pinned ?? false,
     scopes: state.scopes ?? [],
     configuration: state.configuration,
     createdAt: state.createdAt,
@@ -206,6 +226,33 @@ export async function installationWorkflow(state: InstallationState, historyLimi
       { validator: notDeleted },
     );
   }
+  wf.setHandler(
+    moveToVersionUpdate,
+    async (change, move) => {
+      const moves = move === 'rollout' ? !state.pinned && change.version > (state.version ?? 0) : change.version !== state.version || state.pinned !== (move === 'pin');
+      if (!moves) return view(state);
+      state.pinned = move === 'pin';
+      if (change.version === state.version) return changed();
+      // Configuration and OAuth credentials stay; keys the new version gives a default get it where unset.
+      const previous = { status: statusOf(state), configuration: state.configuration };
+      state.version = change.version;
+      state.configurations = change.configurations;
+      state.scopes = change.scopes;
+      state.eventTypes = change.eventTypes;
+      state.configuration = { ...defaultsOf(schemaFor(change.configurations, state.target)), ...state.configuration };
+      const answer = await changed();
+      await announceSetup(previous);
+      return answer;
+    },
+    {
+      validator: (change, move) => {
+        notDeleted();
+        if (state.integration === WEBHOOK_INTEGRATION) throw invalid('the webhook integration has no versions');
+        if (!Number.isInteger(change?.version) || change.version < 1) throw invalid('version must be a published version number');
+        if (!['rollout', 'pin', 'unpin'].includes(move)) throw invalid('unknown move');
+      },
+    },
+  );
   wf.setHandler(
     rotateSecretUpdate,
     async (secret) => {

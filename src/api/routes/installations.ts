@@ -101,6 +101,29 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     );
   }
 
+  routes.add<{ version: number }>(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/pin',
+      summary: 'Pin to a published version (earlier or later): publishes no longer move it. Configuration and credentials stay',
+      access: 'member',
+      body: { type: 'object', required: ['version'], additionalProperties: false, properties: { version: { type: 'integer', minimum: 1 } } },
+      responses: { 200: { description: 'The installation', schema: installationSchema }, 400: { description: 'Not a published version, or a webhook installation' } },
+    },
+    async ({ caller, params, body }) => ({ status: 200, body: api.withUrls(await api.moveToVersion(caller, params.id!, body.version)) }),
+  );
+
+  routes.add(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/unpin',
+      summary: 'Unpin: back to the latest version, and moved by publishes again',
+      access: 'member',
+      responses: { 200: { description: 'The installation', schema: installationSchema }, 400: { description: 'A webhook installation' } },
+    },
+    async ({ caller, params }) => ({ status: 200, body: api.withUrls(await api.moveToVersion(caller, params.id!, 'latest')) }),
+  );
+
   routes.add(
     { method: 'delete', path: '/v1/installations/:id', summary: 'Delete an installation', access: 'member', responses: { 204: { description: 'Deleted' } } },
     async ({ caller, params }) => {
