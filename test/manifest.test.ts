@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { validateManifest } from '../src/manifest/validate';
+import { png } from './support/images';
 
 const BASE: Record<string, string> = {
   name: 'name: my-integration',
@@ -18,15 +19,6 @@ function manifest(extra = '', replace: Record<string, string | null> = {}): stri
   return `${[...lines, extra].join('\n')}\n`;
 }
 
-const png = (width: number, height: number) => {
-  const bytes = Buffer.alloc(33);
-  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(bytes);
-  bytes.writeUInt32BE(13, 8);
-  bytes.write('IHDR', 12);
-  bytes.writeUInt32BE(width, 16);
-  bytes.writeUInt32BE(height, 20);
-  return bytes;
-};
 const jpeg = (width: number, height: number) => Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xc0, 0x00, 0x11, 0x08, height >> 8, height & 255, width >> 8, width & 255, 0x03]);
 const files: Record<string, Buffer> = { 'icon.png': png(256, 256), 'wide.png': png(1600, 800), 'square.jpg': jpeg(800, 800), 'wide.jpg': jpeg(1600, 800), 'notes.txt': Buffer.from('hello') };
 const readFile = (file: string) => files[file];

@@ -11,6 +11,7 @@ import { IngestService } from '../ingest/ingest-service';
 import { ShardClient, type ShardLimits } from '../ingest/shard-client';
 import { DeliveryService } from './delivery-service';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
+import type { AssetStore } from '../delivery-log/asset-store';
 import { KnownOrganizations } from './organizations';
 import { OAuthStates } from '../integrations/oauth-states';
 import { PageTokens } from './page-tokens';
@@ -55,6 +56,8 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
   deliveries: DeliveryService;
   /** Integration code's log lines, read by the integration's owners. */
   integrationLogs: IntegrationLogStore;
+  /** Integrations' images by hash. */
+  assets: AssetStore;
   pageTokens: PageTokens;
   organizations: KnownOrganizations;
   oauthStates: OAuthStates;
@@ -73,6 +76,7 @@ export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKe
     ingest,
     deliveries: new DeliveryService(stores.log, ingest, pageTokens, settings.logger),
     integrationLogs: stores.integrationLogs,
+    assets: stores.assets,
     pageTokens,
     organizations: new KnownOrganizations(stores.directory),
     oauthStates: new OAuthStates(encryptionKey, stores.log.db),

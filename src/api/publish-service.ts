@@ -1,7 +1,9 @@
 import type { Client } from '@temporalio/client';
 import { inspectScript, type ScriptInspection } from '../isolates/inspect-script';
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
-import { MAX_SCRIPT_BYTES } from '../manifest/types';
+import { ASSET_LIMITS, MAX_SCRIPT_BYTES, type Manifest } from '../manifest/types';
+import { imageInfo } from '../manifest/images';
+import type { AssetStore } from '../delivery-log/asset-store';
 import { validateManifest } from '../manifest/validate';
 import { publishes } from '../metrics';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
@@ -12,7 +14,6 @@ import { newInstallLinkToken } from './integration-catalog';
 import { rolloutWorkflow, rolloutWorkflowId } from '../workflows/rollout';
 import { changeOf } from '../integrations/versions';
 
-const MAX_ASSETS_BYTES = 512 * 1024;
 
 export interface PublishBody {
   manifest: string;
@@ -30,6 +31,7 @@ export class PublishService {
     private readonly client: Client,
     private readonly taskQueue: string,
     private readonly directory: DirectoryIndex,
+    private readonly assets: AssetStore,
   ) {}
 
   async publish(caller: Caller, body: PublishBody): Promise<{ name: string; version: number }> {
@@ -50,7 +52,8 @@ export class PublishService {
     }
     // A Map: asset names like "constructor" must not find what every object inherits.
     const assets = new Map(Object.entries(body.assets ?? {}).map(([file, base64]) => [file, Buffer.from(base64, 'base64')]));
-    if ([...assets.values()].reduce((sum, bytes) => sum + bytes.length, 0) > MAX_ASSETS_BYTES) throw badRequest('assets exceed 512 KiB in all', [{ field: 'assets', message: 'exceed 512 KiB' }]);
+    const total = [...assets.values()].reduce((sum, bytes) => sum + bytes.length, 0);
+    if (total > ASSET_LIMITS.totalBytes) throw badRequest(`assets are ${Math.ceil(total / 1024)} KiB in all; at most ${ASSET_LIMITS.totalBytes / 1024 / 1024} MiB`, [{ field: 'assets', message: `exceed ${ASSET_LIMITS.totalBytes / 1024 / 1024} MiB in all` }]);
     // SPEC.md makes the script optional; without one, no component exists.
     const inspection: ScriptInspection = body.script ? await inspectScript(body.script) : { ok: true, componentIds: [], eventTypes: [] };
     const { manifest, errors } = validateManifest(body.manifest, { readFile: (file) => assets.get(file), componentIds: inspection.ok ? inspection.componentIds : undefined });
@@ -77,17 +80,27 @@ export class PublishService {
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
     const version = await handle.executeUpdate(reserveVersionUpdate, { args: [org.id] });
+    const assetHashes = await this.keepAssets(manifest, assets);
     await this.client.workflow.start(integrationVersionWorkflow, {
       workflowId: integrationVersionWorkflowId(manifest.name, version),
       taskQueue: this.taskQueue,
-      args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: body.assets ?? {}, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin' }],
+      args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: {}, assetHashes, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin' }],
     });
-    const committed = await handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id, inspection.eventTypes] });
+    const images = { ...(manifest.icon && { icon: assetHashes[manifest.icon] }), ...(manifest.previewImages && { previewImages: manifest.previewImages.map((file) => assetHashes[file]!) }) };
+    const committed = await handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id, inspection.eventTypes, images] });
     // Installations move to it as GitBook's do, but the pinned ones; the rollout is durable, not waited for.
     if (version > 1) {
       const change = changeOf({ version, manifest, eventTypes: inspection.eventTypes });
       await this.client.workflow.start(rolloutWorkflow, { workflowId: rolloutWorkflowId(manifest.name, version), taskQueue: this.taskQueue, args: [{ integration: manifest.name, change }], workflowIdConflictPolicy: 'USE_EXISTING' });
     }
     return committed;
+  }
+
+  /** The images the manifest names (validated: PNG or JPEG, within their limits), kept by hash; others sent along are not kept. */
+  private async keepAssets(manifest: Manifest, assets: Map<string, Buffer>): Promise<Record<string, string>> {
+    const named = [...new Set([manifest.icon, ...(manifest.previewImages ?? []), ...(manifest.blocks ?? []).map((block) => block.icon)].filter((file): file is string => typeof file === 'string'))];
+    const kept = named.map((file) => ({ file, bytes: assets.get(file)! }));
+    const hashes = await this.assets.put(kept.map(({ bytes }) => ({ contentType: imageInfo(bytes)?.format === 'jpeg' ? 'image/jpeg' : 'image/png', bytes })));
+    return Object.fromEntries(kept.map(({ file }, i) => [file, hashes[i]!]));
   }
 }

@@ -4,6 +4,7 @@ import { DeliveryLog } from './delivery-log';
 import { InstallationIndex } from './installation-index';
 import { DirectoryIndex } from './directory-index';
 import { IntegrationLogStore } from './integration-logs';
+import { AssetStore } from './asset-store';
 import { trackPendingRetries } from '../metrics';
 import type { Logger } from '../logger';
 
@@ -23,6 +24,7 @@ export interface DeliveryLogStores {
   installations: InstallationIndex;
   directory: DirectoryIndex;
   integrationLogs: IntegrationLogStore;
+  assets: AssetStore;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function openDeliveryLog(options: DeliveryLogOptions): Promise<Deli
     installations: new InstallationIndex(database.db, encryption),
     directory: new DirectoryIndex(database.db),
     integrationLogs: new IntegrationLogStore(database.db),
+    assets: new AssetStore(database.db),
     close: () => database.close(),
   };
 }

@@ -194,6 +194,20 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('installations_integration').ifNotExists().on('installations').columns(['integration', 'id']).execute();
     },
   },
+  '0009-integration-assets': {
+    // Icons and previews by content hash, out of versions' workflow payloads (base64: portable text).
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('integration_assets')
+        .ifNotExists()
+        .addColumn('hash', 'text', (c) => c.primaryKey())
+        .addColumn('content_type', 'text', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('size', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /**

@@ -140,6 +140,16 @@ export interface IntegrationLogsTable {
   message: string;
 }
 
+/** An integration's image by the SHA-256 of its bytes (hex). */
+export interface IntegrationAssetsTable {
+  hash: string;
+  content_type: string;
+  /** The bytes, base64. */
+  data: string;
+  size: number;
+  created_at: number;
+}
+
 export interface Schema {
   events: EventsTable;
   deliveries: DeliveriesTable;
@@ -151,4 +161,5 @@ export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
   integration_logs: IntegrationLogsTable;
+  integration_assets: IntegrationAssetsTable;
 }

@@ -8,6 +8,9 @@ export const PUBLIC_ENDPOINT_ROUTE = '/v1/integrations/:name/installations/:id/p
 export const publicEndpoint = (baseUrl: string, integration: string, installationId: string): string =>
   `${baseUrl}${PUBLIC_ENDPOINT_ROUTE.replace(':name', () => integration).replace(':id', () => installationId)}`;
 
+/** Where the API serves an integration's image kept under `hash` (immutable: the hash names the bytes). */
+export const assetUrl = (baseUrl: string, hash: string): string => `${baseUrl}/v1/assets/${hash}`;
+
 /** Paths the route answers (the router matches regardless of case): they call integration code. */
 const PUBLIC_ENDPOINT_PATH = new RegExp(`^${PUBLIC_ENDPOINT_ROUTE.replace(/:\w+/g, '[^/]+')}(/|$)`, 'i');
 export const isPublicEndpointPath = (pathname: string): boolean => PUBLIC_ENDPOINT_PATH.test(pathname);
@@ -17,7 +20,13 @@ export const isPublicEndpointPath = (pathname: string): boolean => PUBLIC_ENDPOI
  * target): built by the platform from the installation and its version, never taken from
  * the caller of a public endpoint.
  */
-export function buildEnvironment(installation: InstallationTarget, version: { name: string; version: number; secrets: Record<string, string> }, baseUrl: string, token: string): IntegrationEnvironment {
+export function buildEnvironment(
+  installation: InstallationTarget,
+  version: { name: string; version: number; secrets: Record<string, string>; manifest?: { icon?: string }; assetHashes?: Record<string, string> },
+  baseUrl: string,
+  token: string,
+): IntegrationEnvironment {
+  const iconHash = version.manifest?.icon && version.assetHashes?.[version.manifest.icon];
   const endpoint = publicEndpoint(baseUrl, installation.integration, installation.id);
   const kind = targetKind(installation.target);
   const { target } = installation;
@@ -29,7 +38,7 @@ export function buildEnvironment(installation: InstallationTarget, version: { na
   return {
     apiEndpoint: baseUrl,
     apiTokens: { installation: token },
-    integration: { name: version.name, version: version.version, scopes: installation.scopes, urls },
+    integration: { name: version.name, version: version.version, scopes: installation.scopes, urls: { ...urls, ...(iconHash && { icon: assetUrl(baseUrl, iconHash) }) } },
     secrets: version.secrets,
     id: installation.id,
     target: kind === 'organization' ? `organization:${target.org}` : kind === 'space' ? `space:${target.space}` : `site:${target.site}`,

@@ -1,7 +1,7 @@
 import { unknownKeyMessage } from './did-you-mean';
 import { imageInfo } from './images';
 import type { Segment } from './source';
-import { INTERNAL_SCOPES } from './types';
+import { ASSET_LIMITS, INTERNAL_SCOPES } from './types';
 
 export interface RuleIssue {
   path: Segment[];
@@ -101,6 +101,8 @@ function assetRule(path: Segment[], file: unknown, context: RuleContext, preview
   if (!bytes) return [{ path, message: `file "${file}" not found next to the manifest` }];
   const info = imageInfo(bytes);
   if (!info) return [{ path, message: `"${file}" is not a PNG or JPEG image` }];
+  const limit = preview ? ASSET_LIMITS.previewBytes : ASSET_LIMITS.iconBytes;
+  if (bytes.length > limit) return [{ path, message: `"${file}" is ${Math.ceil(bytes.length / 1024)} KiB; ${preview ? 'a preview' : 'an icon'} is at most ${limit / 1024} KiB` }];
   if (preview && Math.abs(info.width / info.height - 2) > 0.01) {
     return [{ path, message: `"${file}" is ${info.width} x ${info.height}; previews should be 2:1 (1600 x 800 recommended)`, warning: true }];
   }

@@ -5,6 +5,8 @@ export type Visibility = (typeof VISIBILITIES)[number];
 
 /** The largest script bundle the platform accepts, checked by the CLI and the server alike. */
 export const MAX_SCRIPT_BYTES = 1024 * 1024;
+/** Images a version publishes: an icon (the integration's, a block's) and a preview each at most GitBook's size, all of them together at most `totalBytes`. */
+export const ASSET_LIMITS = { iconBytes: 256 * 1024, previewBytes: 1024 * 1024, totalBytes: 8 * 1024 * 1024 };
 
 /** Scopes only the platform's own integrations may request (SPEC.md). */
 export const INTERNAL_SCOPES = ['site:script:inject', 'site:script:cookies'];

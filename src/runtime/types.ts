@@ -11,7 +11,8 @@ export interface IntegrationEnvironment {
   /** The installation's token for the platform API, limited to its own installation and scopes. */
   apiTokens: { installation: string };
   /** The integration; `publicContentEndpoint` is GitBook's name for where its web frames load (the public endpoint here). */
-  integration: { name: string; version: number; scopes: string[]; urls: { publicEndpoint: string; publicContentEndpoint: string } };
+  /** `urls.icon`: its icon as the platform serves it, for versions published with one since 2026-11-27. */
+  integration: { name: string; version: number; scopes: string[]; urls: { publicEndpoint: string; publicContentEndpoint: string; icon?: string } };
   /** The manifest's `secrets`, as substituted at publish. */
   secrets: Record<string, string>;
   /** The installation's id. */

@@ -12,8 +12,10 @@ export interface IntegrationVersion {
   script: string;
   /** The event types its default export handles, from the publish inspection. */
   eventTypes?: string[];
-  /** Path next to the manifest -> base64. */
+  /** Path next to the manifest -> base64: versions published before 2026-11-27; later ones have none here. */
   assets: Record<string, string>;
+  /** Path next to the manifest -> the SHA-256 under which the asset store keeps it. */
+  assetHashes?: Record<string, string>;
   /** Secret name -> value, substituted by the CLI at publish. */
   secrets: Record<string, string>;
   publishedAt: string;
@@ -38,6 +40,8 @@ export interface IntegrationSummary {
   target?: Manifest['target'];
   externalLinks?: Manifest['externalLinks'];
   configurations?: Manifest['configurations'];
+  /** The latest version's images by hash (the asset store's): the API serves them at /v1/assets/<hash>. */
+  images?: { icon?: string; previewImages?: string[] };
   updatedAt: string;
 }
 
@@ -57,7 +61,8 @@ export const REGISTRY_WORKFLOW_ID = 'integrations';
 
 /** Publishing is two steps around the API starting the version's workflow (too big for an update). */
 export const reserveVersionUpdate = wf.defineUpdate<number, [string]>('reserveVersion');
-export const commitVersionUpdate = wf.defineUpdate<{ name: string; version: number }, [number, Manifest, string, string[]]>('commitVersion');
+/** `images` is absent in histories from before assets left the payloads. */
+export const commitVersionUpdate = wf.defineUpdate<{ name: string; version: number }, [number, Manifest, string, string[], IntegrationSummary['images'] | undefined]>('commitVersion');
 export const integrationQuery = wf.defineQuery<IntegrationState>('integration');
 export const versionQuery = wf.defineQuery<IntegrationVersion>('version');
 export const integrationPublishedSignal = wf.defineSignal<[IntegrationListing]>('integrationPublished');
@@ -93,7 +98,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
   );
   wf.setHandler(
     commitVersionUpdate,
-    async (version, manifest, _ownerOrg, eventTypes) => {
+    async (version, manifest, _ownerOrg, eventTypes, images) => {
       budget.spend();
       if (state.summary && state.summary.latestVersion >= version) return { name: state.name, version };
       const updatedAt = new Date().toISOString();
@@ -112,6 +117,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
         blocks: manifest.blocks,
         externalLinks: manifest.externalLinks,
         configurations: manifest.configurations,
+        ...(images && { images }),
         updatedAt,
       };
       const { name, ownerOrg, visibility, latestVersion, title, description, categories } = state.summary;
@@ -119,7 +125,7 @@ export async function integrationWorkflow(state: IntegrationState, historyLimit 
       return { name, version };
     },
     {
-      validator: (version, _manifest, ownerOrg, _eventTypes) => {
+      validator: (version, _manifest, ownerOrg, _eventTypes, _images) => {
         ownerOnly(ownerOrg);
         if (!Number.isInteger(version) || version < 1 || version > reserved) throw conflict(`version ${version} was never reserved`);
       },

@@ -1,4 +1,5 @@
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
+import { assetUrl } from '../../integrations/environment';
 import { LOG_LEVELS, type LogCursor, type LogLevel } from '../../delivery-log/integration-logs';
 import { requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
@@ -21,7 +22,18 @@ const publishSchema = {
   },
 };
 
-const summarySchema = { type: 'object', required: ['name', 'visibility', 'latestVersion', 'title'], properties: { name: { type: 'string' }, visibility: { type: 'string' }, latestVersion: { type: 'integer' }, title: { type: 'string' } } };
+const summarySchema = {
+  type: 'object',
+  required: ['name', 'visibility', 'latestVersion', 'title'],
+  properties: {
+    name: { type: 'string' },
+    visibility: { type: 'string' },
+    latestVersion: { type: 'integer' },
+    title: { type: 'string' },
+    urls: { type: 'object', properties: { icon: { type: 'string' }, previewImages: { type: 'array', items: { type: 'string' } } }, description: 'The latest version’s images, served by /v1/assets' },
+  },
+};
+const ASSET_HASH = /^[0-9a-f]{64}$/;
 
 const logLineSchema = {
   type: 'object',
@@ -44,7 +56,7 @@ const LOG_QUERY = { ids: ['installation'], choices: { level: LOG_LEVELS }, times
 
 export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
   const catalog = new IntegrationCatalog(deps.client);
-  const publisher = new PublishService(deps.client, deps.taskQueue, deps.directory);
+  const publisher = new PublishService(deps.client, deps.taskQueue, deps.directory, deps.assets);
 
   /** An integration its caller owns (a member of its organization, or the administrator): 404 for anyone else. */
   async function owned(caller: Caller, name: string) {
@@ -61,7 +73,8 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'Publish a new immutable version of an integration',
       access: 'member',
       body: publishSchema,
-      bodyLimit: '3mb',
+      // The script's 1 MiB and 8 MiB of images, base64.
+      bodyLimit: '13mb',
       responses: { 201: { description: '{name, version}' }, 400: { description: 'One detail per broken rule, with manifest path, line and column' }, 409: { description: 'The name belongs to another organization' } },
     },
     async ({ caller, body }) => ({ status: 201, body: await publisher.publish(caller, body) }),
@@ -81,7 +94,27 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
       query: { installLink: 'Install link token of an unlisted integration' },
       responses: { 200: { description: 'The integration', schema: summarySchema }, 404: { description: 'Not found or not visible' } },
     },
-    async ({ caller, params, query }) => ({ status: 200, body: (await catalog.readable(caller, params.name!, query.installLink)).summary }),
+    async ({ caller, params, query }) => {
+      const { summary } = await catalog.readable(caller, params.name!, query.installLink);
+      const { images, ...shown } = summary!;
+      const urls = { ...(images?.icon && { icon: assetUrl(deps.baseUrl, images.icon) }), ...(images?.previewImages && { previewImages: images.previewImages.map((hash) => assetUrl(deps.baseUrl, hash)) }) };
+      return { status: 200, body: { ...shown, ...(Object.keys(urls).length && { urls }) } };
+    },
+  );
+
+  routes.add(
+    {
+      method: 'get',
+      path: '/v1/assets/:hash',
+      summary: 'An integration’s image (icon, preview) by the SHA-256 of its bytes: immutable, for anyone who has its URL',
+      access: 'anyone',
+      responses: { 200: { description: 'The image (PNG or JPEG)' }, 404: { description: 'No such image' } },
+    },
+    async ({ params }) => {
+      const asset = ASSET_HASH.test(params.hash!) ? await deps.assets.get(params.hash!) : undefined;
+      if (!asset) throw notFound('asset');
+      return { status: 200, headers: { 'content-type': asset.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' }, body: asset.bytes };
+    },
   );
 
   routes.add(
