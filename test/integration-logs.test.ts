@@ -139,10 +139,12 @@ describe('integration logs: what integration code writes, for its authors', func
     const forging = await install(platform, owner, name);
     const answer = await fetch(`${forging.urls.publicEndpoint}/forge`);
     assert.equal(answer.status, 200);
-    const { forged, huge, refused } = (await answer.json()) as { forged: number; huge: number; refused: number };
+    const { forged, huge, refused, burstMs } = (await answer.json()) as { forged: number; huge: number; refused: number; burstMs: number };
     assert.equal(forged, 204);
     assert.ok(huge === 413 || huge === 0 || huge === 429, `a body past the bound is cut off (${huge})`);
-    assert.ok(refused >= 300 - 5 * LOG_LIMITS.sendsPerSecond - 10, `sends past the rate refused before their body is read: ${refused} of 300`);
+    // A burst of sends, and what the rate gave back while they went (a loaded machine makes them slow).
+    const admitted = 5 * LOG_LIMITS.sendsPerSecond + Math.ceil(((burstMs + 1000) / 1000) * LOG_LIMITS.sendsPerSecond);
+    assert.ok(refused >= 300 - admitted, `sends past the rate refused before their body is read: ${refused} of 300 in ${burstMs} ms`);
     const lines = await linesOnce((items) => items.some((line) => line.message === 'meant for another installation'), 'the forged line', `?installation=${forging.id}`);
     const line = lines.find((each) => each.message === 'meant for another installation');
     assert.equal(line.installationId, forging.id, 'filed under the installation whose isolate sent it');
