@@ -8,6 +8,7 @@ import { BenchReceiver } from './receiver';
 import { noisyNeighbourScenario } from './neighbours';
 import { publicEndpointScenario } from './runtime';
 import { cpuNeighbourScenario } from './cpu-neighbours';
+import { devLoopScenario } from './dev-loop';
 import { startRelay } from './relay';
 import { startEmbedded, startSplit, type Stack } from './stack';
 
@@ -291,6 +292,8 @@ async function main(): Promise<void> {
     }
     // (h) an organization's endless loops beside another's trivial endpoint.
     if (only('h')) results.h = await cpuNeighbourScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(15, Math.round(30 * SCALE)));
+    // (i) platform dev: a save until its installation runs it.
+    if (only('i')) results.i = await devLoopScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(10, Math.round(30 * SCALE)));
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -401,6 +404,11 @@ function report(r: any): string {
       line('its p50 / p99 / max ms, alone', `${r.h.alone.p50Ms} / ${r.h.alone.p99Ms} / ${r.h.alone.maxMs} (${r.h.alone.calls} calls, ${r.h.alone.failed} failed)`),
       line('its p50 / p99 / max ms, beside', `${r.h.beside.p50Ms} / ${r.h.beside.p99Ms} / ${r.h.beside.maxMs} (${r.h.beside.calls} calls, ${r.h.beside.failed} failed; target p99 <= ${r.h.targetP99Ms}, failed 0)`),
       line('endless calls ended meanwhile', `${r.h.spinningCallsEnded} (each kills and replaces a process)`),
+    ],
+    i: () => [
+      `(i) platform dev: a save until its installation answers with it, ${r.i.saves} saves (embedded default)`,
+      line('save -> running p50 / p99 / max ms', `${r.i.saveToRunningMs.p50} / ${r.i.saveToRunningMs.p99} / ${r.i.saveToRunningMs.max} (target p50 < 2000)`),
+      line('platform check alone p50 ms', `${r.i.checkMs.p50} (baseline: the local build every reload repeats; ratio ${r.i.ratio})`),
     ],
   };
   const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);

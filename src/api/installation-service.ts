@@ -124,13 +124,19 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
    */
   async function moveToVersion(caller: Caller, id: string, to: number | 'latest'): Promise<InstallationView> {
     const installation = await load(caller, id);
-    const latest = (await catalog.state(installation.integration))?.summary?.latestVersion;
+    const integration = await catalog.state(installation.integration);
+    const latest = integration?.summary?.latestVersion;
     if (installation.integration === WEBHOOK_INTEGRATION || latest === undefined) throw badRequest('the webhook integration has no versions', [{ field: 'version', message: 'webhook installations have none' }]);
     const version = to === 'latest' ? latest : to;
     const unpublished = badRequest(`${installation.integration} has no version ${version}`, [{ field: 'version', message: `must be a published version of ${installation.integration}, 1 to ${latest}` }]);
-    if (version > latest) throw unpublished;
     // A number reserved by a publish that never completed has no version behind it.
     const published = await versions.get(installation.integration, version).catch((err: unknown) => Promise.reject(err instanceof WorkflowNotFoundError ? unpublished : err));
+    if (published.dev) {
+      // Development code runs only where its owners run it: their own organization's installations.
+      if (installation.target.org !== integration!.ownerOrg || !isMember(caller, integration!.ownerOrg)) throw unpublished;
+    } else if (version > latest) {
+      throw unpublished;
+    }
     return handle(id).executeUpdate(moveToVersionUpdate, { args: [changeOf(published), to === 'latest' ? 'unpin' : 'pin'] });
   }
 

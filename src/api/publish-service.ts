@@ -7,7 +7,7 @@ import type { AssetStore } from '../delivery-log/asset-store';
 import { validateManifest } from '../manifest/validate';
 import { publishes } from '../metrics';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
-import { commitVersionUpdate, integrationVersionWorkflow, integrationVersionWorkflowId, integrationWorkflow, integrationWorkflowId, reserveVersionUpdate } from '../workflows/integration';
+import { commitVersionUpdate, integrationQuery, integrationVersionWorkflow, integrationVersionWorkflowId, integrationWorkflow, integrationWorkflowId, reserveVersionUpdate } from '../workflows/integration';
 import { requireMember, type Caller } from './auth';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 import { newInstallLinkToken } from './integration-catalog';
@@ -20,6 +20,8 @@ export interface PublishBody {
   script: string;
   assets?: Record<string, string>;
   secrets?: Record<string, string>;
+  /** A development version (`platform dev`): run only by the installations its owners pin to it; never the latest. */
+  dev?: boolean;
 }
 
 /**
@@ -34,7 +36,7 @@ export class PublishService {
     private readonly assets: AssetStore,
   ) {}
 
-  async publish(caller: Caller, body: PublishBody): Promise<{ name: string; version: number }> {
+  async publish(caller: Caller, body: PublishBody): Promise<{ name: string; version: number; dev?: true }> {
     const timer = publishes.startTimer();
     try {
       const published = await this.run(caller, body);
@@ -46,7 +48,7 @@ export class PublishService {
     }
   }
 
-  private async run(caller: Caller, body: PublishBody): Promise<{ name: string; version: number }> {
+  private async run(caller: Caller, body: PublishBody): Promise<{ name: string; version: number; dev?: true }> {
     if (Buffer.byteLength(body.script) > MAX_SCRIPT_BYTES) {
       throw new ApiError(413, 'payload_too_large', `the script bundle is ${Buffer.byteLength(body.script)} bytes; the limit is ${MAX_SCRIPT_BYTES} (1 MiB)`, [{ field: 'script', message: 'exceeds 1 MiB' }]);
     }
@@ -79,13 +81,16 @@ export class PublishService {
       args: [{ name: manifest.name, ownerOrg: org.id, installLinkToken: newInstallLinkToken() }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
+    if (body.dev && !(await handle.query(integrationQuery)).summary) throw conflict(`publish a first version of ${manifest.name} before running a development version of it`);
     const version = await handle.executeUpdate(reserveVersionUpdate, { args: [org.id] });
     const assetHashes = await this.keepAssets(manifest, assets);
     await this.client.workflow.start(integrationVersionWorkflow, {
       workflowId: integrationVersionWorkflowId(manifest.name, version),
       taskQueue: this.taskQueue,
-      args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: {}, assetHashes, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin' }],
+      args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: {}, assetHashes, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin', ...(body.dev && { dev: true }) }],
     });
+    // A development version is stored, not committed: it is no one's latest, and nothing rolls out.
+    if (body.dev) return { name: manifest.name, version, dev: true };
     const images = { ...(manifest.icon && { icon: assetHashes[manifest.icon] }), ...(manifest.previewImages && { previewImages: manifest.previewImages.map((file) => assetHashes[file]!) }) };
     const committed = await handle.executeUpdate(commitVersionUpdate, { args: [version, manifest, org.id, inspection.eventTypes, images] });
     // Installations move to it as GitBook's do, but the pinned ones; the rollout is durable, not waited for.

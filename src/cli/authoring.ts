@@ -145,13 +145,18 @@ export function substituteSecrets(manifest: Manifest, env: NodeJS.ProcessEnv): R
 export async function publishIntegration(terminal: Terminal, api: ApiClient, env: NodeJS.ProcessEnv, dirArg = '.', manifestEnv?: string): Promise<{ name: string; version: number }> {
   terminal.progress('Checking…');
   const checked = await checkIntegration(terminal, dirArg, manifestEnv);
+  terminal.progress(`Uploading ${checked.manifest.name} to ${api.baseUrl}…`);
+  const published = await upload(api, env, checked, false);
+  terminal.print(`Published ${published.name} version ${published.version}\nInstall it: platform install ${published.name} --org ${checked.manifest.organization}`);
+  return published;
+}
+
+/** A checked integration sent to the API with its secrets (from this environment) and images: a version, or a development version. */
+export async function upload(api: ApiClient, env: NodeJS.ProcessEnv, checked: CheckedIntegration, dev: boolean): Promise<{ name: string; version: number }> {
   const secrets = substituteSecrets(checked.manifest, env);
   const files = [checked.manifest.icon, ...(checked.manifest.previewImages ?? []), ...(checked.manifest.blocks ?? []).map((block) => block.icon)].filter((file): file is string => typeof file === 'string');
   const assets = Object.fromEntries(files.map((file) => [file, readFileSync(path.join(checked.dir, file)).toString('base64')]));
-  terminal.progress(`Uploading ${checked.manifest.name} to ${api.baseUrl}…`);
-  const published = await api.request<{ name: string; version: number }>('POST', '/v1/integrations', { manifest: checked.manifestText, script: checked.bundle ?? '', assets, secrets });
-  terminal.print(`Published ${published.name} version ${published.version}\nInstall it: platform install ${published.name} --org ${checked.manifest.organization}`);
-  return published;
+  return api.request<{ name: string; version: number }>('POST', '/v1/integrations', { manifest: checked.manifestText, script: checked.bundle ?? '', assets, secrets, ...(dev && { dev: true }) });
 }
 
 /** What a component's first render gets at check time: an installation of the manifest's organization, configured with its defaults. */

@@ -4,6 +4,8 @@ import { logLine, type LogRow, type Output } from './format';
 
 export interface LogsOptions {
   installation?: string;
+  /** Only these installations' lines are printed (`platform dev` on several). */
+  installations?: string[];
   level?: string;
   since?: string;
   limit?: string;
@@ -28,7 +30,8 @@ type Page = { items: LogRow[]; nextPageToken?: string };
 export async function showLogs(api: ApiClient, output: Output, name: string, options: LogsOptions): Promise<void> {
   const path = `/v1/integrations/${encodeURIComponent(name)}/logs`;
   const query = (extra: Record<string, string | undefined>) => new URLSearchParams(Object.entries({ installation: options.installation, level: options.level, ...extra }).filter((entry): entry is [string, string] => entry[1] !== undefined));
-  const print = (lines: LogRow[]) => lines.forEach((line) => output.print(output.json ? JSON.stringify(line) : logLine(line)));
+  const wanted = (line: LogRow) => !options.installations || options.installations.includes(line.installationId);
+  const print = (lines: LogRow[]) => lines.filter(wanted).forEach((line) => output.print(output.json ? JSON.stringify(line) : logLine(line)));
   const first = await api.request<Page>('GET', `${path}?${query({ since: options.since, limit: options.limit })}`);
   const oldestFirst = [...first.items].reverse();
   if (!options.follow) {

@@ -8,6 +8,7 @@ import { PLATFORM_VERSION } from '../version';
 import { createOrg, createUser } from './tenancy';
 import { sendEvents } from './events';
 import { showLogs } from './logs';
+import { runDev } from './dev';
 
 const USAGE = `platform: build, publish and operate integrations
 
@@ -15,6 +16,10 @@ Usage:
   platform new <name> [--organization <org>]
   platform check [dir] [--env <name>]
   platform publish [dir] [--env <name>]      --env: the manifest's envs.<name> merged over it
+  platform dev [dir] (--installation ID … | --all) [--env <name>]
+                           uploads each save as a development version that the chosen
+                           installations (of the owning organization) run, and streams
+                           their logs; Ctrl-C returns them to the latest version
   platform integrations list
   platform install <name> --org <org> [--space <id> | --site <id>] [--install-link <token>]
   platform config set <installation> key=value [key=value …]
@@ -51,7 +56,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
       version: { type: 'boolean', default: false },
-      installation: { type: 'string' },
+      installation: { type: 'string', multiple: true },
+      all: { type: 'boolean', default: false },
       status: { type: 'string' },
       'event-id': { type: 'string' },
       since: { type: 'string' },
@@ -80,6 +86,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     if ((values.org?.length ?? 0) > 1) throw new CliError('--org is given once here', 'platform --help', 2);
     return values.org?.[0];
   };
+  /** `--installation` is given once, but for `dev`. */
+  const installation = () => {
+    if ((values.installation?.length ?? 0) > 1) throw new CliError('--installation is given once here', 'platform --help', 2);
+    return values.installation?.[0];
+  };
   const terminal: Terminal = { print, progress: (text) => process.stderr.write(`${text}\n`), interactive: Boolean(process.stdin.isTTY) };
   switch (group) {
     case 'new':
@@ -90,6 +101,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     }
     case 'publish':
       return void (await publishIntegration(terminal, api, env, command, values.env));
+    case 'dev': {
+      const stopped = new AbortController();
+      process.once('SIGINT', () => stopped.abort());
+      return runDev(terminal, api, output, env, command, { installations: values.installation ?? [], all: values.all, manifestEnv: values.env, stopped: stopped.signal });
+    }
     case 'install':
       return install(api, output, command, { org: org(), space: values.space, site: values.site }, values['install-link']);
   }
@@ -104,7 +120,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     if (!command) throw new CliError('missing <integration>', 'platform logs <integration> [--follow]', 2);
     const stopped = new AbortController();
     if (values.follow) process.once('SIGINT', () => stopped.abort());
-    return showLogs(api, output, command, { installation: values.installation, level: values.level, since: values.since, limit: values.limit, follow: values.follow, stopped: stopped.signal });
+    return showLogs(api, output, command, { installation: installation(), level: values.level, since: values.since, limit: values.limit, follow: values.follow, stopped: stopped.signal });
   }
   if (group === 'config' && command === 'set') return setConfiguration(api, output, id, positionals.slice(3));
   if (group === 'pin' || group === 'unpin') return moveToVersion(api, output, command, id, group === 'pin');
@@ -112,13 +128,13 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
   if (group === 'deliveries') {
     switch (command) {
       case 'list':
-        return listDeliveries(api, output, { installation: values.installation, status: values.status, eventId: values['event-id'], since: values.since, until: values.until, org: org(), limit: values.limit, pageToken: values['page-token'] });
+        return listDeliveries(api, output, { installation: installation(), status: values.status, eventId: values['event-id'], since: values.since, until: values.until, org: org(), limit: values.limit, pageToken: values['page-token'] });
       case 'show':
         return showDelivery(api, output, await needId());
       case 'replay':
         return replayDelivery(api, output, await needId());
       case 'replay-failed':
-        return replayFailed(api, output, { installation: values.installation, since: values.since, until: values.until });
+        return replayFailed(api, output, { installation: installation(), since: values.since, until: values.until });
     }
   }
   throw new CliError(`unknown command "${positionals.join(' ')}"`, 'platform --help lists the commands', 2);

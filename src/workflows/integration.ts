@@ -20,6 +20,8 @@ export interface IntegrationVersion {
   secrets: Record<string, string>;
   publishedAt: string;
   publishedBy: string;
+  /** A development version (`platform dev`): never the latest; only its owners' own installations are pinned to it. */
+  dev?: boolean;
 }
 
 /** What listings and installs need, without script, assets or secrets. */

@@ -19,6 +19,7 @@ const publishSchema = {
     script: { type: 'string', description: 'The script bundled as one ES module, at most 1 MiB' },
     assets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Path next to the manifest -> base64' },
     secrets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Secret name -> value, substituted by the CLI' },
+    dev: { type: 'boolean', description: 'A development version (platform dev): never the latest, run only by the owning organization’s installations pinned to it' },
   },
 };
 
