@@ -188,9 +188,9 @@ describe('tenancy and bad input', function () {
     });
 
     it('a publish over its limit says the limit in MiB', async function () {
-      const answer = await platform.http('POST', '/v1/integrations', { token: a.token, body: { manifest: 'x', script: 'x'.repeat(3 * 1024 * 1024 + 10) } });
+      const answer = await platform.http('POST', '/v1/integrations', { token: a.token, body: { manifest: 'x', script: 'x'.repeat(13 * 1024 * 1024 + 10) } });
       assert.equal(answer.status, 413);
-      assert.match(answer.body.message, /the limit is 3145728 bytes \(3 MiB\)/);
+      assert.match(answer.body.message, /the limit is 13631488 bytes \(13 MiB\)/);
     });
 
     it('lists installations with their configuration, as the OpenAPI document says', async function () {
