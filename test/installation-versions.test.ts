@@ -84,6 +84,22 @@ describe('versions roll out to installations, but the pinned ones', function () 
     assert.equal((await about(pinned)).version, 1);
   });
 
+  it('gives code GitBook’s installation methods on its own installation, and refuses the rest naming the method, in its log too', async function () {
+    const installation = await install(platform, owner, name, { greeting: 'Hi' });
+    const answer = await fetch(`${installation.urls.publicEndpoint}/gitbook-api`);
+    assert.equal(answer.status, 200);
+    const body = (await answer.json()) as Record<string, string>;
+    assert.equal(body.greeting, 'Set by code');
+    assert.equal((await read(installation.id)).configuration.greeting, 'Set by code');
+    assert.equal(body.other, 'installation not found');
+    assert.match(body.content, /^context\.api\.spaces\.getRevisionById\(\): GitBook's API is not this platform's/);
+    assert.equal(body.thenable, 'undefined', 'context.api is no thenable');
+    await waitFor(async () => {
+      const lines = (await platform.http('GET', `/v1/integrations/${name}/logs?installation=${installation.id}&level=warn`, as(owner.token))).body.items;
+      return lines.some((line: any) => line.message.startsWith('context.api.spaces.getRevisionById():')) ? true : undefined;
+    }, 30_000, 'the refusal in its log, though the code caught it');
+  });
+
   it('pins to an earlier version and unpins back to the latest, each move announced; refuses a version never published, naming the field', async function () {
     const installation = await install(platform, owner, name, { greeting: 'Yo' });
     assert.equal((await read(installation.id)).version, 2);
