@@ -7,7 +7,7 @@ const round = (value: number) => Math.round(value * 10) / 10;
 const SOURCE = "import { createIntegration } from 'integration-platform/runtime';\nexport default createIntegration({ async fetch(request) { if (new URL(request.url).pathname.endsWith('/spin')) for (;;) {} return Response.json({ ok: true }); } });\n";
 
 /** Calls `url` 10 times a second for `seconds`: each call's latency and status. */
-async function tenTimesASecond(label: string, url: string, seconds: number) {
+export async function tenTimesASecond(label: string, url: string, seconds: number) {
   const calls: { ms: number; status: number }[] = [];
   const stop = progress(label, () => `${calls.length} calls, ${calls.filter((call) => call.status !== 200).length} not 200`);
   const until = performance.now() + seconds * 1000;

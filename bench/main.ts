@@ -9,6 +9,7 @@ import { noisyNeighbourScenario } from './neighbours';
 import { publicEndpointScenario } from './runtime';
 import { cpuNeighbourScenario } from './cpu-neighbours';
 import { devLoopScenario } from './dev-loop';
+import { logNeighbourScenario } from './log-neighbours';
 import { startRelay } from './relay';
 import { startEmbedded, startSplit, type Stack } from './stack';
 
@@ -292,6 +293,8 @@ async function main(): Promise<void> {
     }
     // (h) an organization's endless loops beside another's trivial endpoint.
     if (only('h')) results.h = await cpuNeighbourScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(15, Math.round(30 * SCALE)));
+    // (j) an organization's logging loop beside another's trivial endpoint.
+    if (only('j')) results.j = await logNeighbourScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(15, Math.round(30 * SCALE)));
     // (i) platform dev: a save until its installation runs it.
     if (only('i')) results.i = await devLoopScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(10, Math.round(30 * SCALE)));
     results.embeddedPeakRssMiB = stack.peakRss();
@@ -404,6 +407,12 @@ function report(r: any): string {
       line('its p50 / p99 / max ms, alone', `${r.h.alone.p50Ms} / ${r.h.alone.p99Ms} / ${r.h.alone.maxMs} (${r.h.alone.calls} calls, ${r.h.alone.failed} failed)`),
       line('its p50 / p99 / max ms, beside', `${r.h.beside.p50Ms} / ${r.h.beside.p99Ms} / ${r.h.beside.maxMs} (${r.h.beside.calls} calls, ${r.h.beside.failed} failed; target p99 <= ${r.h.targetP99Ms}, failed 0)`),
       line('endless calls ended meanwhile', `${r.h.spinningCallsEnded} (each kills and replaces a process)`),
+    ],
+    j: () => [
+      '(j) an organization whose code logs in a loop (4 installations, 20,000 lines a call, called back to back) beside another’s trivial endpoint called 10 times a second (embedded default)',
+      line('its p50 / p99 / max ms, alone', `${r.j.alone.p50Ms} / ${r.j.alone.p99Ms} / ${r.j.alone.maxMs} (${r.j.alone.calls} calls, ${r.j.alone.failed} failed)`),
+      line('its p50 / p99 / max ms, beside', `${r.j.beside.p50Ms} / ${r.j.beside.p99Ms} / ${r.j.beside.maxMs} (${r.j.beside.calls} calls, ${r.j.beside.failed} failed; target p99 <= ${r.j.targetP99Ms}, failed 0)`),
+      line('lines written / one installation kept', `${r.j.linesWritten} in ${r.j.floods} calls / ${r.j.keptOfOneInstallationPage} (a page of at most 1,000; bounds: 1,000 held, 50/s, bursts of 500, newest 10,000)`),
     ],
     i: () => [
       `(i) platform dev: a save until its installation answers with it, ${r.i.saves} saves (embedded default)`,
