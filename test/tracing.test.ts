@@ -3,6 +3,8 @@ import { startTracing, type Tracing } from '../src/tracing';
 import { OtlpCollector, type CollectedSpan } from './support/otlp-collector';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
+import path from 'node:path';
+import { install, publishExample } from './support/examples';
 
 /**
  * OpenTelemetry traces exported over OTLP/HTTP to a collector in this process: one event
@@ -17,6 +19,7 @@ describe('traces from ingest to the receiver (OTLP)', function () {
   let platform: TestPlatform;
   let eventId: string;
   let deliveryId: string;
+  let tenant: { org: string; token: string };
   const spans = (name: string | RegExp, where: (span: CollectedSpan) => boolean = () => true) => collector.spans.filter((span) => (typeof name === 'string' ? span.name === name : name.test(span.name)) && where(span));
   const one = async (what: string, name: string | RegExp, where?: (span: CollectedSpan) => boolean) => waitFor(async () => spans(name, where)[0], 20_000, what);
 
@@ -24,7 +27,7 @@ describe('traces from ingest to the receiver (OTLP)', function () {
     await Promise.all([collector.start(), receiver.start()]);
     tracing = startTracing({ url: collector.url, serviceName: 'platform-test' })!;
     platform = await new TestPlatform(__filename, { tracing }).start();
-    const tenant = await platform.tenant();
+    tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
     const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: `evt_traced_${Date.now()}` }));
     assert.equal(ingest.status, 202);
@@ -78,5 +81,18 @@ describe('traces from ingest to the receiver (OTLP)', function () {
     const attempt = await one('the attempt span', 'webhook attempt', (span) => span.attributes['delivery.id'] === deliveryId);
     assert.equal(receiver.requests.length, 1);
     assert.equal(receiver.requests[0]!.headers.traceparent, `00-${attempt.traceId}-${attempt.spanId}-01`);
+  });
+
+  it('integration code’s log lines carry the trace of the request that called it', async function () {
+    const name = await publishExample(platform, tenant, path.join(__dirname, '..', '..', 'test', 'fixtures', 'logbook'));
+    const installation = await install(platform, tenant, name);
+    assert.equal(await (await fetch(`${installation.urls.publicEndpoint}/hello`)).text(), 'hi');
+    const line = await waitFor(async () => {
+      const { items } = (await platform.http('GET', `/v1/integrations/${name}/logs?installation=${installation.id}`, { token: tenant.token })).body;
+      return items.find((each: any) => each.kind === 'fetch' && each.message.includes('hello from the endpoint'));
+    }, 30_000, 'the endpoint’s line');
+    await tracing.processor.forceFlush();
+    const request = await one('the public endpoint’s request span', /\/public/, (span) => span.traceId === line.traceId);
+    assert.equal(request.attributes['http.request.method'], 'GET');
   });
 });
