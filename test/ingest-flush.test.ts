@@ -6,7 +6,7 @@ import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
 import { EventIdTakenError, IngestService } from '../src/ingest/ingest-service';
 import type { ShardClient } from '../src/ingest/shard-client';
 import { startTracing, type Tracing } from '../src/tracing';
-import type { ShardItem } from '../src/workflows/delivery-shard';
+import type { ShardItem } from '../src/workflows/shard-contract';
 import { OtlpCollector } from './support/otlp-collector';
 
 /**

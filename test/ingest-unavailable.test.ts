@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { idsOfOneShard, WHOLE_RUN_EPOCH_MS, wholeRunShardWorkflowId } from './support/settings';
-import { backlogQuery } from '../src/workflows/delivery-shard';
+import { backlogQuery } from '../src/workflows/shard-contract';
 import { postUntilAccepted, runWorkerOf } from './support/worker-outage';
 import { eventsIngested } from '../src/metrics';
 

@@ -1,7 +1,7 @@
 import { heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from '../workflows/installation';
+import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from '../workflows/installation-contract';
 import { FailureType } from '../workflows/errors';
 import type { InstallationProjection, NewEvent, PageCursor } from '../delivery-log/types';
 import { deliveryId } from '../ids';

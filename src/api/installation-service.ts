@@ -6,7 +6,8 @@ import { checkWebhookPatch, WEBHOOK_INTEGRATION, type Target } from '../integrat
 import { refusedTarget } from '../integrations/installation-rules';
 import { newInstallationId } from '../ids';
 import { assertWebhookDestination } from '../webhooks/url-guard';
-import { configureUpdate, deleteUpdate, installationWorkflow, installationWorkflowId, moveToVersionUpdate, newInstallationState, type InstallationView } from '../workflows/installation';
+import { installationWorkflow, newInstallationState } from '../workflows/installation';
+import { configureUpdate, deleteUpdate, installationWorkflowId, moveToVersionUpdate, type InstallationView } from '../workflows/installation-contract';
 import { changeOf, IntegrationVersions } from '../integrations/versions';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { SigningSecret } from '../delivery-log/types';

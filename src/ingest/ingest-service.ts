@@ -3,7 +3,7 @@ import type { InstallationIndex } from '../delivery-log/installation-index';
 import type { EventRecord, InstallationSummary, NewEvent } from '../delivery-log/types';
 import { newEventId } from '../ids';
 import type { IngestedEvent } from '../webhooks/events';
-import type { ShardItem } from '../workflows/delivery-shard';
+import type { ShardItem } from '../workflows/shard-contract';
 import { planDeliveries } from './fanout';
 import { GroupCommit } from '../group-commit';
 import { deliveriesFinished, eventsIngested, reasonLabel } from '../metrics';

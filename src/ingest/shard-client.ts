@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { backlogQuery, deliveryEpochWorkflow, EPOCH_MS, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type ShardItem } from '../workflows/delivery-shard';
+import { backlogQuery, DELIVERY_EPOCH_WORKFLOW, EPOCH_MS, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type DeliveryEpochWorkflow, type ShardItem } from '../workflows/shard-contract';
 
 /** How long ingest waits for the engine before answering 503 (with what follows, within 2 s). */
 export const ENGINE_DEADLINE_MS = 1500;
@@ -71,7 +71,7 @@ export class ShardClient {
     const backlog = this.backlogOf(shard, epoch);
     await this.admit(shard, backlog, items.length, deadline);
     await this.client.withDeadline(deadline, () =>
-      this.client.workflow.signalWithStart(deliveryEpochWorkflow, {
+      this.client.workflow.signalWithStart<DeliveryEpochWorkflow, [ShardItem[]]>(DELIVERY_EPOCH_WORKFLOW, {
         workflowId: shardWorkflowId(shard, epoch),
         taskQueue: this.taskQueue,
         args: [{ shard, epochEndsAt: (epoch + 1) * this.epochMs, ...(this.limits.handOversPerRun && { handOversPerRun: this.limits.handOversPerRun }) }],

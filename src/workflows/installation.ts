@@ -7,6 +7,7 @@ import { HistoryBudget } from './continue-as-new';
 import { invalid, notFound } from './errors';
 import type { createActivities, PlatformEvent } from '../activities';
 import type { InstallationProjection, InstallationStatus, SigningSecret } from '../delivery-log/types';
+import { configureUpdate, deleteUpdate, installationQuery, moveToVersionUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, type InstallationView } from './installation-contract';
 
 /** A rotated-out secret stays valid this long, and is signed with meanwhile (DESIGN.md §3). */
 export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -47,19 +48,6 @@ export interface InstallationState {
   pinned?: boolean;
 }
 
-/** What the API shows; secrets are never part of it. */
-export interface InstallationView {
-  id: string;
-  integration: string;
-  version?: number;
-  pinned?: boolean;
-  target: Target;
-  status: InstallationStatus;
-  configuration: Configuration;
-  createdAt: string;
-  updatedAt: string;
-}
-
 export interface NewInstallation {
   id: string;
   integration: string;
@@ -71,40 +59,12 @@ export interface NewInstallation {
   eventTypes?: string[];
 }
 
-/** What a version brings to an installation of it: its configuration schemas, scopes and the events its code handles. */
-export interface VersionChange {
-  version: number;
-  configurations?: ConfigurationSchemas;
-  scopes: string[];
-  eventTypes: string[];
-}
-
-/**
- * How an installation comes to a version: a publish's rollout (to a newer one only, and
- * never a pinned installation), a member's pin (to any published one, kept there), or an
- * unpin (to the latest, moved by rollouts again).
- */
-export type VersionMove = 'rollout' | 'pin' | 'unpin';
-
-export const installationWorkflowId = (id: string): string => `installation/${id}`;
-
 /**
  * Changes a run takes before it continues as new (about six history events each): a worker
  * that has not cached the run (after a restart) replays at most this many before the next
  * write, however old the installation.
  */
 const CHANGES_PER_RUN = 100;
-
-/** `byIntegration`: the edit came from the integration's own code (its installation token); absent in histories from before it. */
-export const configureUpdate = wf.defineUpdate<InstallationView, [Configuration, { byIntegration?: boolean } | undefined]>('configure');
-export const pauseUpdate = wf.defineUpdate<InstallationView>('pause');
-export const resumeUpdate = wf.defineUpdate<InstallationView>('resume');
-export const deleteUpdate = wf.defineUpdate<InstallationView>('delete');
-/** The API generates the new secret: workflow randomness is deterministic, not secret. */
-export const moveToVersionUpdate = wf.defineUpdate<InstallationView, [VersionChange, VersionMove]>('moveToVersion');
-export const rotateSecretUpdate = wf.defineUpdate<SigningSecret, [string]>('rotateSecret');
-/** For operators in the Temporal UI; the API reads the read model, never this (no history is replayed on a request). */
-export const installationQuery = wf.defineQuery<InstallationView>('installation');
 
 export function newInstallationState(input: NewInstallation, now: string): InstallationState {
   return {

@@ -1,6 +1,6 @@
 import type { ShardLimits } from '../../src/ingest/shard-client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { EPOCH_MS, shardOf, shardWorkflowId } from '../../src/workflows/delivery-shard';
+import { EPOCH_MS, shardOf, shardWorkflowId } from '../../src/workflows/shard-contract';
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { PlatformWorker } from '../../src/worker';

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PlatformPorts } from '../../src/net/platform-ports';
-import { shardOf, shardWorkflowId } from '../../src/workflows/delivery-shard';
+import { shardOf, shardWorkflowId } from '../../src/workflows/shard-contract';
 import { createTestDatabase } from './postgres';
 
 /** Delivery shards of a test platform's API and worker: events of different ids mostly land apart. */

@@ -1,6 +1,6 @@
 import type { Configuration } from '../../integrations/configuration';
 import { WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
-import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate } from '../../workflows/installation';
+import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate } from '../../workflows/installation-contract';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
 import { installationService, newSigningSecret } from '../installation-service';

@@ -1,0 +1,52 @@
+import * as wf from '@temporalio/workflow';
+import type { Configuration } from '../integrations/configuration';
+import type { ConfigurationSchemas } from '../integrations/installation-rules';
+import type { Target } from '../integrations/webhook';
+import type { InstallationStatus, SigningSecret } from '../delivery-log/types';
+
+/*
+ * What the API and the activities ask of an installation's workflow (installation.ts):
+ * its id, its updates and query, and what they take and answer. They import this, never
+ * the workflow (which imports the activities).
+ */
+
+/** What the API shows; secrets are never part of it. */
+export interface InstallationView {
+  id: string;
+  integration: string;
+  version?: number;
+  pinned?: boolean;
+  target: Target;
+  status: InstallationStatus;
+  configuration: Configuration;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What a version brings to an installation of it: its configuration schemas, scopes and the events its code handles. */
+export interface VersionChange {
+  version: number;
+  configurations?: ConfigurationSchemas;
+  scopes: string[];
+  eventTypes: string[];
+}
+
+/**
+ * How an installation comes to a version: a publish's rollout (to a newer one only, and
+ * never a pinned installation), a member's pin (to any published one, kept there), or an
+ * unpin (to the latest, moved by rollouts again).
+ */
+export type VersionMove = 'rollout' | 'pin' | 'unpin';
+
+export const installationWorkflowId = (id: string): string => `installation/${id}`;
+
+/** `byIntegration`: the edit came from the integration's own code (its installation token); absent in histories from before it. */
+export const configureUpdate = wf.defineUpdate<InstallationView, [Configuration, { byIntegration?: boolean } | undefined]>('configure');
+export const pauseUpdate = wf.defineUpdate<InstallationView>('pause');
+export const resumeUpdate = wf.defineUpdate<InstallationView>('resume');
+export const deleteUpdate = wf.defineUpdate<InstallationView>('delete');
+export const moveToVersionUpdate = wf.defineUpdate<InstallationView, [VersionChange, VersionMove]>('moveToVersion');
+/** The API generates the new secret: workflow randomness is deterministic, not secret. */
+export const rotateSecretUpdate = wf.defineUpdate<SigningSecret, [string]>('rotateSecret');
+/** For operators in the Temporal UI; the API reads the read model, never this (no history is replayed on a request). */
+export const installationQuery = wf.defineQuery<InstallationView>('installation');
