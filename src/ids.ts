@@ -15,7 +15,7 @@ export const EVENT_ID_PATTERN = '^[A-Za-z0-9_.-]{1,200}$';
 /** Installation ids as newInstallationId makes them. */
 export const INSTALLATION_ID = /^ins_[A-Za-z0-9_-]{1,64}$/;
 /** Integration names as manifests may give them (the manifest schema's `name`). */
-const INTEGRATION_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+const INTEGRATION_NAME = /^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/;
 export const isIntegrationName = (value: string): boolean => value.length <= 64 && INTEGRATION_NAME.test(value);
 /** deliveryId's shape: an event id of up to 200 characters makes one longer than other ids. */
 const DELIVERY_ID = new RegExp(`${EVENT_ID_PATTERN.slice(0, -1)}:${INSTALLATION_ID.source.slice(1, -1)}(:replay-[1-9][0-9]{0,15})?$`);

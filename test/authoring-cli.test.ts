@@ -108,6 +108,20 @@ describe('the authoring CLI, end to end', function () {
     assert.deepEqual(parts, ['browser', 'window.widget = 1;', { type: 'text', children: ['hi'] }]);
   });
 
+  it('bundles `@gitbook/api` as the integration’s own copy when it has one, else a stand-in with GitBook’s enums (the monorepo gave it with the runtime)', async function () {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'platform-gitbook-api-'));
+    writeFileSync(path.join(root, 'index.ts'), "import { ContentKitIcon, GitBookAPI } from '@gitbook/api';\nlet client = 'made';\ntry { new GitBookAPI(); } catch (error) { client = (error as Error).message; }\nexport const icons = [ContentKitIcon.LinkExternal, ContentKitIcon.Github, ContentKitIcon.CheckCircle, client];\n");
+    const standIn = await import(`data:text/javascript;base64,${Buffer.from(await bundleScript(path.join(root, 'index.ts'))).toString('base64')}`);
+    assert.deepEqual(standIn.icons.slice(0, 3), ['link-external', 'github', 'check-circle']);
+    assert.match(standIn.icons[3], /^GitBookAPI: GitBook's API client is not this platform's/);
+    const own = path.join(root, 'node_modules', '@gitbook', 'api');
+    mkdirSync(own, { recursive: true });
+    writeFileSync(path.join(own, 'package.json'), JSON.stringify({ name: '@gitbook/api', main: 'index.js' }));
+    writeFileSync(path.join(own, 'index.js'), "export const ContentKitIcon = { LinkExternal: 'own', Github: 'own', CheckCircle: 'own' };\nexport class GitBookAPI {}\n");
+    const owned = await import(`data:text/javascript;base64,${Buffer.from(await bundleScript(path.join(root, 'index.ts'))).toString('base64')}`);
+    assert.deepEqual(owned.icons, ['own', 'own', 'own', 'made']);
+  });
+
   it('check renders each component once, as a block is when first inserted: a render that throws is an error at its line in the source, classic JSX without React among them', async function () {
     const root = path.join(mkdtempSync(path.join(os.tmpdir(), 'platform-render-')), 'renders');
     mkdirSync(path.join(root, 'src'), { recursive: true });

@@ -78,6 +78,7 @@ describe('an integration written as for GitBook, published with the CLI', functi
     assert.deepEqual(body.spaceInstallation.configuration, body.installation.configuration);
     assert.equal(body.siteInstallation, undefined);
     assert.equal(body.contentEndpoint, installation.urls.publicEndpoint, 'where its web frames load');
+    assert.equal(body.docs, 'https://docs.example.com/gitbook-style', 'GitBook’s integration object: its external links');
   });
 
   it('answers its ExposableError with its status, and a GitBook call this platform does not model with an error naming it', async function () {

@@ -35,7 +35,6 @@ const cases: [string, string, string, number, RegExp][] = [
   ['missing visibility', manifest('', { visibility: null }), 'visibility', 1, /is required/],
   ['missing scopes', manifest('', { scopes: null }), 'scopes', 1, /is required/],
   // name
-  ['name with capitals', manifest('', { name: 'name: MyIntegration' }), 'name', 1, /lowercase/],
   ['name with underscore', manifest('', { name: 'name: my_integration' }), 'name', 1, /hyphens/],
   ['name with double hyphen', manifest('', { name: 'name: my--integration' }), 'name', 1, /hyphens/],
   ['name with trailing hyphen', manifest('', { name: 'name: my-integration-' }), 'name', 1, /hyphens/],

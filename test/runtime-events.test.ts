@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { TestPlatform, waitFor } from './support/platform';
+import { siteViewEvent, TestPlatform, waitFor } from './support/platform';
 import { install, publishExample, startWithForwarding } from './support/examples';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -53,6 +53,23 @@ describe('events to integration code', function () {
     // Events it does not handle, or another space's, reach nothing.
     assert.deepEqual((await ingest({ type: 'space_gitsync_started', spaceId: 'space-b' })).body.deliveries, []);
     assert.deepEqual((await ingest({ type: 'space_content_updated', spaceId: 'space-elsewhere', revisionId: 'r' })).body.deliveries, []);
+  });
+
+  it('delivers site_view to a site installation whose scopes allow it (site:views:read), as GitBook does', async function () {
+    const siteReceiver = await publishExample(platform, tenant, 'webhook-receiver', {
+      edit: (manifest, script) => [
+        `${manifest.replace('scopes: [space:content:read]', 'scopes: [site:views:read, page:feedback:read]')}\n  site:\n    properties:\n      forward_url: { type: string, title: Forward URL }\n    required: [forward_url]\n`,
+        script.replace("    space_content_updated: async (event, context) => forward(context, 'space_content_updated', event),", "    site_view: async (event, context) => forward(context, 'site_view', event),"),
+      ],
+    });
+    const created = await platform.http('POST', `/v1/integrations/${siteReceiver}/installations`, { token: tenant.token, body: { target: { org: tenant.org, site: 'site-a' }, configuration: { forward_url: forwarded.url } } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const answer = await ingest(siteViewEvent(tenant.org, 'site-a'));
+    assert.deepEqual(answer.body.deliveries, [`${answer.body.eventId}:${created.body.id}`]);
+    assert.equal((await platform.finalDelivery(answer.body.deliveries[0], tenant.token)).status, 'delivered');
+    const [heard] = await waitFor(async () => forwards(created.body.id, 'site_view').at(0) && forwards(created.body.id, 'site_view'), 10_000, 'the site_view');
+    assert.equal(heard.payload.siteId, 'site-a');
+    assert.deepEqual((await ingest(siteViewEvent(tenant.org, 'site-elsewhere'))).body.deliveries, [], 'another site’s views reach nothing');
   });
 
   it('gates events by scope: without space:content:read no content event reaches it; installation_setup always does', async function () {

@@ -12,12 +12,21 @@ export const isOwnRuntime = (root: string, source: string): boolean => path.reso
  * `@gitbook/runtime`, which a ported integration's tsconfig may still name as its
  * `jsxImportSource`.
  */
+/** Marks the resolve that looks for the integration's own `@gitbook/api`. */
+const OWN_COPY = Symbol('the integration’s own copy');
+
 const ownRuntime: Plugin = {
   name: 'own-runtime',
   setup(build) {
     build.onResolve({ filter: /^(integration-platform|@gitbook)\/runtime(\/jsx-(dev-)?runtime)?$/ }, (args) => ({
       path: path.join(RUNTIME, args.path.includes('/jsx-') ? 'jsx-runtime.js' : 'index.js'),
     }));
+    // `@gitbook/api`: the integration's own copy when it has one, else this runtime's stand-in (gitbook-api.ts).
+    build.onResolve({ filter: /^@gitbook\/api$/ }, async (args) => {
+      if (args.pluginData === OWN_COPY) return undefined;
+      const own = await build.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer, pluginData: OWN_COPY });
+      return own.errors.length ? { path: path.join(RUNTIME, 'gitbook-api.js') } : { path: own.path };
+    });
   },
 };
 

@@ -1,3 +1,4 @@
+import type { Manifest } from '../manifest/types';
 import type { InstallationTarget } from '../delivery-log/installation-index';
 import type { IntegrationEnvironment } from '../runtime/types';
 import { targetKind } from './webhook';
@@ -22,7 +23,7 @@ export const isPublicEndpointPath = (pathname: string): boolean => PUBLIC_ENDPOI
  */
 export function buildEnvironment(
   installation: InstallationTarget,
-  version: { name: string; version: number; secrets: Record<string, string>; manifest?: { icon?: string }; assetHashes?: Record<string, string> },
+  version: { name: string; version: number; secrets: Record<string, string>; manifest?: Pick<Manifest, 'icon' | 'title' | 'description' | 'externalLinks'>; assetHashes?: Record<string, string> },
   baseUrl: string,
   token: string,
 ): IntegrationEnvironment {
@@ -38,7 +39,15 @@ export function buildEnvironment(
   return {
     apiEndpoint: baseUrl,
     apiTokens: { installation: token },
-    integration: { name: version.name, version: version.version, scopes: installation.scopes, urls: { ...urls, ...(iconHash && { icon: assetUrl(baseUrl, iconHash) }) } },
+    // GitBook's integration object, as far as the manifest has it: code reads its links and title.
+    integration: {
+      name: version.name,
+      version: version.version,
+      ...(version.manifest && { title: version.manifest.title, description: version.manifest.description }),
+      externalLinks: version.manifest?.externalLinks ?? [],
+      scopes: installation.scopes,
+      urls: { ...urls, ...(iconHash && { icon: assetUrl(baseUrl, iconHash) }) },
+    },
     secrets: version.secrets,
     id: installation.id,
     target: kind === 'organization' ? `organization:${target.org}` : kind === 'space' ? `space:${target.space}` : `site:${target.site}`,

@@ -11,6 +11,8 @@ export const EVENT_SCOPES: Record<string, string | null> = {
   space_visibility_updated: 'space:metadata:read',
   space_gitsync_started: 'space:git:sync',
   space_gitsync_completed: 'space:git:sync',
+  site_view: 'site:views:read',
+  page_feedback: 'page:feedback:read',
 };
 
 /** The handled events an integration with these scopes receives. */

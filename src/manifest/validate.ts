@@ -68,7 +68,7 @@ function fromSchemaError(error: ErrorObject, source: ManifestSource): ManifestIs
 
 function patternMessage(path: Segment[]): string | undefined {
   const [top, , leaf] = path;
-  if (top === 'name') return 'must be lowercase letters and digits in words joined by single hyphens (e.g. "my-integration")';
+  if (top === 'name') return 'must be letters and digits in words joined by single hyphens (e.g. "my-integration")';
   if (top === 'secrets') return 'must be an environment substitution on one line: ${{ env.NAME }}, NAME of letters, digits and _ (at most 128, not __proto__, constructor or prototype); GitBook’s 1Password references (${{ "op://…" }}) are not read here: export the value and name its variable';
   if (top === 'externalLinks') return 'must be an https:// URL';
   if (top === 'blocks') return 'must be 1-64 letters, digits, _ or -';

@@ -12,7 +12,7 @@ export interface IntegrationEnvironment {
   apiTokens: { installation: string };
   /** The integration; `publicContentEndpoint` is GitBook's name for where its web frames load (the public endpoint here). */
   /** `urls.icon`: its icon as the platform serves it, for versions published with one since 2026-11-27. */
-  integration: { name: string; version: number; scopes: string[]; urls: { publicEndpoint: string; publicContentEndpoint: string; icon?: string } };
+  integration: { name: string; version: number; title?: string; description?: string; externalLinks: { url: string; label: string }[]; scopes: string[]; urls: { publicEndpoint: string; publicContentEndpoint: string; icon?: string } };
   /** The manifest's `secrets`, as substituted at publish. */
   secrets: Record<string, string>;
   /** The installation's id. */

@@ -45,7 +45,7 @@ const handleFetch: FetchEventCallback<Context> = async (request, context) => {
   switch (path) {
     case '/environment': {
       const { installation, spaceInstallation, siteInstallation, integration } = context.environment;
-      return Response.json({ installation, spaceInstallation, siteInstallation, contentEndpoint: integration.urls.publicContentEndpoint, mode: process.env.NODE_ENV });
+      return Response.json({ installation, spaceInstallation, siteInstallation, contentEndpoint: integration.urls.publicContentEndpoint, docs: integration.externalLinks[0]?.url, mode: process.env.NODE_ENV });
     }
     case '/teapot':
       throw new ExposableError('I am a teapot', 418);

@@ -19,7 +19,7 @@ const componentSchema = {
     props: { type: 'object' },
     state: { type: 'object' },
     action: { type: 'object', required: ['action'], properties: { action: { type: 'string', minLength: 1 } } },
-    context: { type: 'object', description: 'Where the component renders (GitBook’s ContentKit context), handed to its code' },
+    context: { type: 'object', description: 'Where the component renders (GitBook’s ContentKit context), handed to its code; {"type":"document"} when not given, as GitBook’s editor always gives one' },
   },
 };
 
@@ -95,7 +95,7 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       if (!installation) throw notFound('installation');
       requireMember(caller, installation.target.org, 'installation');
       refusePaused(installation);
-      const answer = await invoking(() => deps.runtime.invoke(installation, { type: 'ui_render', componentId: params.componentId, props: body.props ?? {}, state: body.state, action: body.action, context: body.context }));
+      const answer = await invoking(() => deps.runtime.invoke(installation, { type: 'ui_render', componentId: params.componentId, props: body.props ?? {}, state: body.state, action: body.action, context: body.context ?? { type: 'document' } }));
       // Code that skips the SDK may answer anything: what is no JSON is the integration's failure.
       const parsed = jsonOf(answer.body) as { error?: string } | null | undefined;
       if (answer.status === 404) throw notFound(`component ${params.componentId}`);
