@@ -1,5 +1,6 @@
 import type { IntegrationLogSink, LogSource } from '../integration-logs/log-sink';
 import { MAX_SEND_BYTES } from './runtime-host';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NodeService } from './workerd-process';
 
 /**
@@ -15,21 +16,31 @@ export function logsBinding(sink: IntegrationLogSink, source: LogSource): NodeSe
       res.writeHead(429).end();
       return void req.destroy();
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= MAX_SEND_BYTES) return void chunks.push(chunk);
-      res.writeHead(413).end();
-      req.destroy();
-    });
-    req.on('end', () => {
-      try {
-        sink.accept(source, JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch {
-        return void res.writeHead(400).end();
-      }
-      res.writeHead(204).end();
-    });
+    takeSend(req, res, (body) => sink.accept(source, body));
   };
+}
+
+/**
+ * Reads a send of log lines (JSON, at most MAX_SEND_BYTES: past it the request is cut
+ * off with a 413) and hands it to `accept`; answers 204, or 400 for what is not JSON.
+ */
+export function takeSend(req: IncomingMessage, res: ServerResponse, accept: (body: unknown) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= MAX_SEND_BYTES) return void chunks.push(chunk);
+    res.writeHead(413).end();
+    req.destroy();
+  });
+  req.on('end', () => {
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      return void res.writeHead(400).end();
+    }
+    accept(body);
+    res.writeHead(204).end();
+  });
 }

@@ -1,6 +1,7 @@
 import { INSPECTION_LIMITS } from './inspect-script';
 import { envelope } from './integration-runtime';
-import { INVOCATION_HEADER, MAX_SEND_BYTES, RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE } from './runtime-host';
+import { INVOCATION_HEADER, RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE } from './runtime-host';
+import { takeSend } from './logs-binding';
 import { WorkerdProcess, WorkerdStartError, type NodeService } from './workerd-process';
 
 /** A component whose first render failed: what it answered, and the stack its log gave. */
@@ -27,21 +28,12 @@ export async function renderEachComponent(bundle: string, componentIds: string[]
   const errors: string[] = [];
   let heard = () => {};
   // The isolate's log, to learn a failed render's stack: lines are data, read as JSON.
-  const logs: NodeService = (req, res) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => (size += chunk.length) <= MAX_SEND_BYTES && chunks.push(chunk));
-    req.on('end', () => {
-      try {
-        const { lines } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { lines?: { level?: unknown; message?: unknown }[] };
-        for (const line of lines ?? []) if (line.level === 'error' && typeof line.message === 'string') errors.push(line.message);
-      } catch {
-        // Not lines: nothing to learn from them.
-      }
-      res.writeHead(204).end();
+  const logs: NodeService = (req, res) =>
+    takeSend(req, res, (body) => {
+      const { lines } = (body ?? {}) as { lines?: { level?: unknown; message?: unknown }[] };
+      for (const line of Array.isArray(lines) ? lines : []) if (line?.level === 'error' && typeof line.message === 'string') errors.push(line.message);
       heard();
     });
-  };
   let isolate: WorkerdProcess;
   try {
     isolate = await WorkerdProcess.start({
