@@ -1,11 +1,5 @@
 import { randomBytes } from 'node:crypto';
 
-/** Prefixed ids with a brand, so an installation id never passes where an event id is due. */
-type Branded<P extends string> = string & { readonly __brand: P };
-export type InstallationId = Branded<'ins'>;
-export type EventId = Branded<'evt'>;
-export type DeliveryId = Branded<'dlv'>;
-
 /** Any id the API takes in a path or a query but a delivery's (isDeliveryId). */
 export const ID_PATTERN = '^[A-Za-z0-9_.:-]{1,200}$';
 const ID = new RegExp(ID_PATTERN);
@@ -25,10 +19,10 @@ function randomId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }
 
-export const newInstallationId = (): InstallationId => randomId('ins') as InstallationId;
-export const newEventId = (): EventId => randomId('evt') as EventId;
+export const newInstallationId = (): string => randomId('ins');
+export const newEventId = (): string => randomId('evt');
 
 /** DESIGN.md §3: a delivery is one event x one installation. */
-export function deliveryId(eventId: string, installationId: string, replay?: number): DeliveryId {
-  return (replay ? `${eventId}:${installationId}:replay-${replay}` : `${eventId}:${installationId}`) as DeliveryId;
+export function deliveryId(eventId: string, installationId: string, replay?: number): string {
+  return replay ? `${eventId}:${installationId}:replay-${replay}` : `${eventId}:${installationId}`;
 }
