@@ -6,6 +6,7 @@ import { HOP_BY_HOP } from '../net/hop-by-hop';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { MAX_EXCHANGE_BYTES } from './workerd-process';
+import { BodyTooLargeError, readBounded } from '../net/bounded-body';
 import { EGRESS_FAILURE_HEADER } from './runtime-host';
 
 const EGRESS_TIMEOUT_MS = 30_000;
@@ -56,21 +57,16 @@ export function createEgress(guard: DestinationGuard) {
         resolve(err.code === 'EBLOCKED' ? egressRefusal(err.message) : err.code === 'ETOOLARGE' ? egressRefusal(err.message, 413) : unreachable(`${url.host}: ${err.message}`));
       });
       outgoing.on('response', (response) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_EXCHANGE_BYTES) response.destroy(new Error(`the response ${TOO_LARGE}`));
-          else chunks.push(chunk);
-        });
-        response.on('error', (err) => resolve(egressRefusal(err.message, 502)));
-        response.on('end', () => {
-          const answer = new Headers();
-          // The failure marker is the platform's word alone: a destination's own is dropped.
-          for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !HOP_BY_HOP.has(name) && name !== EGRESS_FAILURE_HEADER) answer.set(name, Array.isArray(value) ? value.join(', ') : value);
-          const status = response.statusCode ?? 502;
-          resolve(new MiniflareResponse(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers: [...answer] }));
-        });
+        readBounded(response, MAX_EXCHANGE_BYTES).then(
+          (body) => {
+            const answer = new Headers();
+            // The failure marker is the platform's word alone: a destination's own is dropped.
+            for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !HOP_BY_HOP.has(name) && name !== EGRESS_FAILURE_HEADER) answer.set(name, Array.isArray(value) ? value.join(', ') : value);
+            const status = response.statusCode ?? 502;
+            resolve(new MiniflareResponse(status === 204 || status === 304 ? null : body, { status, headers: [...answer] }));
+          },
+          (err: Error) => resolve(egressRefusal(err instanceof BodyTooLargeError ? `the response ${TOO_LARGE}` : err.message, 502)),
+        );
       });
       if (!body) return void outgoing.end();
       let sent = 0;

@@ -1,5 +1,6 @@
 import type { IntegrationLogSink, LogSource } from '../integration-logs/log-sink';
 import { MAX_SEND_BYTES } from './runtime-host';
+import { readBounded } from '../net/bounded-body';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NodeService } from './workerd-process';
 
@@ -25,22 +26,17 @@ export function logsBinding(sink: IntegrationLogSink, source: LogSource): NodeSe
  * off with a 413) and hands it to `accept`; answers 204, or 400 for what is not JSON.
  */
 export function takeSend(req: IncomingMessage, res: ServerResponse, accept: (body: unknown) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= MAX_SEND_BYTES) return void chunks.push(chunk);
-    res.writeHead(413).end();
-    req.destroy();
-  });
-  req.on('end', () => {
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      return void res.writeHead(400).end();
-    }
-    accept(body);
-    res.writeHead(204).end();
-  });
+  readBounded(req, MAX_SEND_BYTES).then(
+    (bytes) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(bytes.toString('utf8'));
+      } catch {
+        return void res.writeHead(400).end();
+      }
+      accept(body);
+      res.writeHead(204).end();
+    },
+    () => res.writeHead(413).end(),
+  );
 }

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { tiedToParent } from '../lifecycle';
+import { BodyTooLargeError, readBounded } from '../net/bounded-body';
 import { childrenOf, commandOf, isAlive, listenerOf, processExists, residentBytes, startTimeOf } from '../system/procfs';
 
 /**
@@ -174,16 +175,10 @@ export class WorkerdProcess {
       });
       outgoing.on('response', (response) => {
         answered = true;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= MAX_EXCHANGE_BYTES) return void chunks.push(chunk);
-          response.destroy();
-          reject(new AnswerTooLargeError(`its answer exceeds ${MAX_EXCHANGE_BYTES / 1024 / 1024} MiB`));
-        });
-        response.on('error', reject);
-        response.on('end', () => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: Buffer.concat(chunks) }));
+        readBounded(response, MAX_EXCHANGE_BYTES).then(
+          (body) => resolve({ status: response.statusCode ?? 502, headers: response.headers, body }),
+          (err: Error) => reject(err instanceof BodyTooLargeError ? new AnswerTooLargeError(`its answer ${err.message}`) : err),
+        );
       });
       outgoing.end(request.body);
     });
