@@ -17,6 +17,8 @@ import { serveMetrics } from './metrics/server';
 import { startTracing, type Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
 import { retryTaskQueue } from './workflows/delivery-shard';
+import { RETENTION_WORKFLOW_ID, retentionWorkflow } from './workflows/retention';
+import { STRANDED_WORKFLOW_ID, strandedDeliveriesWorkflow } from './workflows/stranded';
 import { settleAll } from './settle-all';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from './workflows/directory';
 
@@ -67,6 +69,10 @@ const INTERRUPTED_END_MS = 2000;
  * slots of its own.
  */
 export async function createWorker(options: WorkerOptions): Promise<PlatformWorker> {
+  // The worker side's singletons (what runs on workers, not what requests need): idempotent across workers.
+  for (const [workflow, workflowId] of [[retentionWorkflow, RETENTION_WORKFLOW_ID], [strandedDeliveriesWorkflow, STRANDED_WORKFLOW_ID]] as const) {
+    await options.client.workflow.start(workflow, { workflowId, taskQueue: options.taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
+  }
   const connection = await NativeConnection.connect({ address: options.address });
   const activities = createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, directory: options.stores.directory, integrationLogs: options.stores.integrationLogs, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) });
   const shared = {

@@ -16,8 +16,6 @@ import { systemRoutes } from './routes/system';
 import { tenancyRoutes } from './routes/tenancy';
 import { DIRECTORY_WORKFLOW_ID, directoryWorkflow } from '../workflows/directory';
 import { REGISTRY_WORKFLOW_ID, registryWorkflow } from '../workflows/integration';
-import { RETENTION_WORKFLOW_ID, retentionWorkflow } from '../workflows/retention';
-import { STRANDED_WORKFLOW_ID, strandedDeliveriesWorkflow } from '../workflows/stranded';
 import { integrationRoutes } from './routes/integrations';
 import { oauthRoutes, runtimeRoutes } from './routes/runtime';
 import { traceRequests } from '../tracing/koa';
@@ -67,14 +65,13 @@ async function methodNotAllowed(ctx: Context, next: Next): Promise<void> {
 }
 
 /**
- * The directory, the integration registry, the log's retention and the sweep of stranded deliveries must exist before the
- * first request; starting them is idempotent across API processes.
+ * The directory and the integration registry must exist before the first request;
+ * starting them is idempotent across API processes. (The worker starts its own
+ * singletons: the log's retention and the stranded sweep.)
  */
 export async function ensureSingletons(client: Client, taskQueue: string): Promise<void> {
   await client.workflow.start(directoryWorkflow, { workflowId: DIRECTORY_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
   await client.workflow.start(registryWorkflow, { workflowId: REGISTRY_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
-  await client.workflow.start(retentionWorkflow, { workflowId: RETENTION_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
-  await client.workflow.start(strandedDeliveriesWorkflow, { workflowId: STRANDED_WORKFLOW_ID, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
 }
 
 export interface RunningApi {
