@@ -56,7 +56,7 @@ async function main(heed: Heed): Promise<void> {
   const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
   const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl, logger }), (opened) => opened.close());
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
-  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, logs: stores.integrationLogs });
+  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, stores });
   await started.add('the isolates', pool, (isolates) => isolates.close());
   const worker = await createWorker({ ...settings, taskQueue: config.taskQueue, client, stores, runtime, baseUrl: config.baseUrl, deliveryShards: config.deliveryShards, webhookGuard: webhooks, retentionDays: config.retentionDays, logger });
   const workerRun = worker.run();

@@ -160,7 +160,7 @@ async function main(heed: Heed): Promise<void> {
   };
   const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
   const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
-  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, logs: stores.integrationLogs });
+  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, stores });
   await started.add('the isolates', pool, (isolates) => isolates.close());
   const worker = await createWorker({
     ...settings,

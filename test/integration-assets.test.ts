@@ -60,6 +60,9 @@ describe('integration images', function () {
     const stored = await platform.client.workflow.getHandle(integrationVersionWorkflowId(name, 1)).query(versionQuery);
     assert.deepEqual(stored.assets, {});
     assert.deepEqual(Object.keys(stored.assetHashes ?? {}).sort(), ['assets/icon.png', 'assets/preview.png']);
+    // The bundle's source map is kept beside them for the log, and served to no one.
+    assert.match(stored.sourceMapHash ?? '', /^[0-9a-f]{64}$/);
+    assert.equal((await fetch(`${platform.api.url}/v1/assets/${stored.sourceMapHash}`)).status, 404);
     const history = await platform.client.workflowService.getWorkflowExecutionHistory({ namespace: platform.namespace, execution: { workflowId: integrationVersionWorkflowId(name, 1) } });
     assert.ok(temporal.api.history.v1.History.encode(history.history!).finish().length < 200_000);
   });

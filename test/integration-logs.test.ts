@@ -72,6 +72,8 @@ describe('integration logs: what integration code writes, for its authors', func
     assert.equal(failure.level, 'error');
     assert.equal(failure.kind, 'fetch');
     assert.match(failure.message, /answered 500: Error: boom in fail\n\s+at /, 'with its stack');
+    // Its frames name the integration's own source lines (the source map the CLI sent), not the bundle's.
+    assert.match(failure.message, /\(src\/index\.tsx:30:15\)/, failure.message);
   });
 
   it('keeps what waitUntil work writes after the answer, and its failure', async function () {

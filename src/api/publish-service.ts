@@ -3,7 +3,7 @@ import { inspectScript, type ScriptInspection } from '../isolates/inspect-script
 import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
 import { ASSET_LIMITS, MAX_SCRIPT_BYTES, type Manifest } from '../manifest/types';
 import { imageInfo } from '../manifest/images';
-import type { AssetStore } from '../delivery-log/asset-store';
+import { SOURCE_MAP_TYPE, type AssetStore } from '../delivery-log/asset-store';
 import { validateManifest } from '../manifest/validate';
 import { publishes } from '../metrics';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
@@ -15,6 +15,16 @@ import { rolloutWorkflow, rolloutWorkflowId } from '../workflows/rollout';
 import { changeOf } from '../integrations/versions';
 
 
+/** A source map as esbuild writes one (version 3, mappings); anything else is not kept. */
+function isSourceMap(text: string): boolean {
+  try {
+    const map = JSON.parse(text) as { version?: unknown; mappings?: unknown };
+    return map.version === 3 && typeof map.mappings === 'string';
+  } catch {
+    return false;
+  }
+}
+
 export interface PublishBody {
   manifest: string;
   script: string;
@@ -22,6 +32,8 @@ export interface PublishBody {
   secrets?: Record<string, string>;
   /** A development version (`platform dev`): run only by the installations its owners pin to it; never the latest. */
   dev?: boolean;
+  /** The bundle's source map: kept in the asset store, read by the log to name source lines. */
+  sourceMap?: string;
 }
 
 /**
@@ -84,10 +96,11 @@ export class PublishService {
     if (body.dev && !(await handle.query(integrationQuery)).summary) throw conflict(`publish a first version of ${manifest.name} before running a development version of it`);
     const version = await handle.executeUpdate(reserveVersionUpdate, { args: [org.id] });
     const assetHashes = await this.keepAssets(manifest, assets);
+    const [sourceMapHash] = body.sourceMap && isSourceMap(body.sourceMap) ? await this.assets.put([{ contentType: SOURCE_MAP_TYPE, bytes: Buffer.from(body.sourceMap) }]) : [];
     await this.client.workflow.start(integrationVersionWorkflow, {
       workflowId: integrationVersionWorkflowId(manifest.name, version),
       taskQueue: this.taskQueue,
-      args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: {}, assetHashes, secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin', ...(body.dev && { dev: true }) }],
+      args: [{ name: manifest.name, version, manifest, script: body.script, eventTypes: inspection.eventTypes, assets: {}, assetHashes, ...(sourceMapHash && { sourceMapHash }), secrets, publishedAt: new Date().toISOString(), publishedBy: caller.kind === 'member' ? caller.userId : 'admin', ...(body.dev && { dev: true }) }],
     });
     // A development version is stored, not committed: it is no one's latest, and nothing rolls out.
     if (body.dev) return { name: manifest.name, version, dev: true };

@@ -47,6 +47,8 @@ export interface CheckedIntegration {
   manifestText: string;
   manifest: Manifest;
   bundle?: string;
+  /** The bundle's source map (positions only, no sources). */
+  sourceMap?: string;
   componentIds: string[];
   warnings: ManifestIssue[];
 }
@@ -123,7 +125,7 @@ export async function checkIntegration(terminal: Terminal, dirArg = '.', env?: s
     }
   }
   if (errors.length || !result.manifest) throw new CliError(`${errors.join('\n')}\n${errors.length} error(s)`, `fix them and run platform check again`);
-  return { dir, manifestText, manifest: result.manifest, bundle, componentIds, warnings: result.warnings };
+  return { dir, manifestText, manifest: result.manifest, bundle, sourceMap, componentIds, warnings: result.warnings };
 }
 
 /** `${{ env.NAME }}` of each listed secret, read from this process's environment; nothing else is read. */
@@ -156,7 +158,7 @@ export async function upload(api: ApiClient, env: NodeJS.ProcessEnv, checked: Ch
   const secrets = substituteSecrets(checked.manifest, env);
   const files = [checked.manifest.icon, ...(checked.manifest.previewImages ?? []), ...(checked.manifest.blocks ?? []).map((block) => block.icon)].filter((file): file is string => typeof file === 'string');
   const assets = Object.fromEntries(files.map((file) => [file, readFileSync(path.join(checked.dir, file)).toString('base64')]));
-  return api.request<{ name: string; version: number }>('POST', '/v1/integrations', { manifest: checked.manifestText, script: checked.bundle ?? '', assets, secrets, ...(dev && { dev: true }) });
+  return api.request<{ name: string; version: number }>('POST', '/v1/integrations', { manifest: checked.manifestText, script: checked.bundle ?? '', ...(checked.sourceMap && { sourceMap: checked.sourceMap }), assets, secrets, ...(dev && { dev: true }) });
 }
 
 /** What a component's first render gets at check time: an installation of the manifest's organization, configured with its defaults. */

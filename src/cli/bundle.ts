@@ -47,6 +47,8 @@ export async function bundleWithSourceMap(entry: string, root: string): Promise<
     // Not written: it only names where the map's sources are relative to.
     outfile: path.join(root, 'integration.js'),
     sourcemap: 'external',
+    // Positions only: the map goes to the platform (to name source lines in the log), the sources do not.
+    sourcesContent: false,
     bundle: true,
     format: 'esm',
     platform: 'neutral',

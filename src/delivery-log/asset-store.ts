@@ -7,6 +7,9 @@ export interface StoredAsset {
   bytes: Buffer;
 }
 
+/** Source maps share the store; they are not served. */
+export const SOURCE_MAP_TYPE = 'application/json';
+
 export const assetHash = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
 
 /**

@@ -3,6 +3,7 @@ import { GroupCommit } from '../group-commit';
 import { integrationLogLines } from '../metrics';
 import type { Logger } from '../logger';
 import { TokenBucket } from './token-bucket';
+import type { SourceLines } from './source-lines';
 
 /** Whose lines they are: the platform knows it from the isolate that sent them, never from the lines. */
 export interface LogSource {
@@ -63,6 +64,8 @@ export class IntegrationLogSink {
 
   constructor(
     private readonly store: IntegrationLogStore,
+    /** Names a stack's bundle positions as source lines, where the version has a source map. */
+    private readonly sourceLines?: SourceLines,
     private readonly logger?: Logger,
     private readonly limits = LOG_LIMITS,
   ) {
@@ -141,7 +144,8 @@ export class IntegrationLogSink {
     const trim = installation.sinceTrim >= this.limits.keptPerInstallation / 10;
     if (trim) installation.sinceTrim = 0;
     const warn = (what: string) => (err: Error) => this.logger?.warn({ err: err.message, installation: installation.source.installationId, lines: lines.length }, what);
-    void this.writes.submit(lines, Date.now() + WRITE_DEADLINE_MS).then(
+    const named = this.sourceLines ? Promise.all(lines.map(async (line) => ({ ...line, message: await this.sourceLines!.name(line.integration, line.version, line.message) }))) : Promise.resolve(lines);
+    void named.then((ready) => this.writes.submit(ready, Date.now() + WRITE_DEADLINE_MS)).then(
       () => (trim ? this.store.trim(installation.source.installationId, this.limits.keptPerInstallation).catch(warn('integration log not trimmed')) : undefined),
       (err: Error) => {
         integrationLogLines.inc({ outcome: 'not_written' }, lines.length);

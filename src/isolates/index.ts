@@ -12,7 +12,8 @@ import { IsolatePool } from './isolate-pool';
 import { CpuGroups } from './cpu-groups';
 import type { Logger } from '../logger';
 import type { NodeService } from './workerd-process';
-import type { IntegrationLogStore } from '../delivery-log/integration-logs';
+import type { DeliveryLogStores } from '../delivery-log';
+import { SourceLines } from '../integration-logs/source-lines';
 import { IntegrationLogSink } from '../integration-logs/log-sink';
 import { logsBinding } from './logs-binding';
 
@@ -32,8 +33,8 @@ export interface RuntimeOptions {
   maxProcesses?: number;
   /** Where it says that organizations' code cannot be given fair CPU shares here. */
   logger?: Logger;
-  /** Where integration code's console lines are kept; without it they are not. */
-  logs?: IntegrationLogStore;
+  /** Where integration code's console lines are kept (and versions' source maps read); without it they are not. */
+  stores?: Pick<DeliveryLogStores, 'integrationLogs' | 'assets'>;
 }
 
 /** An installation's token (`itk_…`), the only credential the binding carries. */
@@ -80,7 +81,12 @@ export function createIntegrationRuntime(options: RuntimeOptions): { runtime: In
   const { groups: cpuGroups, why } = CpuGroups.open();
   if (why) options.logger?.warn({ why }, 'organizations’ integration code shares the CPU as the kernel has it, not fairly: no cpu cgroup for its processes');
   const platformApi = platformApiBinding(options.apiUrl ?? options.baseUrl);
-  const logs = options.logs && new IntegrationLogSink(options.logs, options.logger);
+  const { stores } = options;
+  const sourceMapOf = async (name: string, version: number) => {
+    const hash = (await versions.get(name, version)).sourceMapHash;
+    return hash ? (await stores!.assets.get(hash))?.bytes.toString('utf8') : undefined;
+  };
+  const logs = stores && new IntegrationLogSink(stores.integrationLogs, new SourceLines(sourceMapOf), options.logger);
   const pool = new IsolatePool({
     cpuGroups,
     loadScript: async (name, version) => (await versions.get(name, version)).script,

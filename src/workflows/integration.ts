@@ -16,6 +16,8 @@ export interface IntegrationVersion {
   assets: Record<string, string>;
   /** Path next to the manifest -> the SHA-256 under which the asset store keeps it. */
   assetHashes?: Record<string, string>;
+  /** The bundle's source map in the asset store, when the CLI sent one. */
+  sourceMapHash?: string;
   /** Secret name -> value, substituted by the CLI at publish. */
   secrets: Record<string, string>;
   publishedAt: string;

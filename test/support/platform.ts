@@ -123,7 +123,7 @@ export class TestPlatform {
     // The API's port is chosen first: the isolates' API binding and public endpoints are built from it.
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts, maxProcesses: this.options.maxIsolates, logs: this.stores.integrationLogs });
+    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts, maxProcesses: this.options.maxIsolates, stores: this.stores });
     this.isolates = pool;
     this.runtime = runtime;
     if (this.options.worker !== false) {

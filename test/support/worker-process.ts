@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const stores = await openDeliveryLog({ url: databaseUrl, encryptionKey, namespace });
   const client = await connectClient({ address, namespace, encryptionKey });
   const platformPorts = testPlatformPorts();
-  const { runtime } = createIntegrationRuntime({ client, encryptionKey, baseUrl, egressGuard: egressGuard([], platformPorts), platformPorts, logs: stores.integrationLogs });
+  const { runtime } = createIntegrationRuntime({ client, encryptionKey, baseUrl, egressGuard: egressGuard([], platformPorts), platformPorts, stores });
   const worker = await createTestWorker({ namespace, taskQueue, client, stores, runtime, baseUrl, platformPorts, logger });
   const running = worker.run();
   process.stdout.write('ready\n');

@@ -17,6 +17,7 @@ const publishSchema = {
   properties: {
     manifest: { type: 'string', minLength: 1, maxLength: 65536, description: 'platform-manifest.yaml as text, secrets still as ${{ env.NAME }}' },
     script: { type: 'string', description: 'The script bundled as one ES module, at most 1 MiB' },
+    sourceMap: { type: 'string', maxLength: 4194304, description: 'The bundle’s source map (positions only): stacks in the integration’s log name source lines' },
     assets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Path next to the manifest -> base64' },
     secrets: { type: 'object', additionalProperties: { type: 'string' }, description: 'Secret name -> value, substituted by the CLI' },
     dev: { type: 'boolean', description: 'A development version (platform dev): never the latest, run only by the owning organization’s installations pinned to it' },
@@ -113,7 +114,8 @@ export function integrationRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
     async ({ params }) => {
       const asset = ASSET_HASH.test(params.hash!) ? await deps.assets.get(params.hash!) : undefined;
-      if (!asset) throw notFound('asset');
+      // Images only: a version's source map is the platform's to read, not anyone's.
+      if (!asset || !asset.contentType.startsWith('image/')) throw notFound('asset');
       return { status: 200, headers: { 'content-type': asset.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' }, body: asset.bytes };
     },
   );
