@@ -78,13 +78,16 @@ describe('platform dev', function () {
       running.child.kill('SIGINT');
     }
     assert.equal(await running.exited, 0, running.err());
-    assert.match(running.err(), new RegExp(`${chosen.id} back on the latest version`));
+    assert.match(running.err(), new RegExp(`${chosen.id} back where they were`));
     assert.equal((await about(chosen)).version, 1);
     assert.equal((await platform.http('GET', `/v1/installations/${chosen.id}`, { token: owner.token })).body.pinned, undefined);
     writeFileSync(script(), readFileSync(script(), 'utf8').replace('\nexport const broken = ;\n', ''));
   });
 
-  it('--all takes every installation of the owning organization, and none of another', async function () {
+  it('--all takes every installation of the owning organization, and none of another; on Ctrl-C a pinned one goes back to its pin', async function () {
+    const { items: own } = (await platform.http('GET', `/v1/installations?integration=${name}`, { token: owner.token })).body;
+    const keptOn = own[0];
+    assert.equal((await platform.http('POST', `/v1/installations/${keptOn.id}/pin`, { token: owner.token, body: { version: 1 } })).status, 200);
     const running = dev(['--all']);
     try {
       await said(running.err, /development version \d+ runs on /, 'the development version');
@@ -97,5 +100,7 @@ describe('platform dev', function () {
       running.child.kill('SIGINT');
     }
     assert.equal(await running.exited, 0, running.err());
+    const after = (await platform.http('GET', `/v1/installations/${keptOn.id}`, { token: owner.token })).body;
+    assert.deepEqual([after.version, after.pinned], [1, true], 'the member’s pin, as it was');
   });
 });

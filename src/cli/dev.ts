@@ -24,8 +24,8 @@ const IGNORED = /(^|[\\/])(node_modules|\.git|dist)([\\/]|$)/;
 /**
  * `platform dev`: builds and uploads the folder as a development version, pins the chosen
  * installations to it, then does so again on every change of its files, printing how
- * long each took, while their log streams here. On Ctrl-C they are unpinned: back to the
- * latest published version.
+ * long each took, while their log streams here. On Ctrl-C they go back where they were:
+ * the version a member had pinned, or the latest published one.
  */
 export async function runDev(terminal: Terminal, api: ApiClient, output: Output, env: NodeJS.ProcessEnv, dirArg: string | undefined, options: DevOptions): Promise<void> {
   const dir = path.resolve(dirArg ?? '.');
@@ -33,6 +33,9 @@ export async function runDev(terminal: Terminal, api: ApiClient, output: Output,
   const name = first.manifest.name;
   const ids = options.all ? await ownInstallations(api, name) : options.installations;
   if (ids.length === 0) throw new CliError(options.all ? `${name} has no installation in its organization` : 'no installation chosen', 'platform dev --installation ins_... [--installation ins_...], or --all', 2);
+
+  // Where each was, to put it back on Ctrl-C: a member's pin stays a pin.
+  const before = await Promise.all(ids.map((id) => api.request<{ version?: number; pinned?: boolean }>('GET', `/v1/installations/${encodeURIComponent(id)}`)));
 
   /** Uploads what the folder holds now and moves the installations to it; answers its version. */
   const reload = async (checked = first) => {
@@ -78,10 +81,16 @@ export async function runDev(terminal: Terminal, api: ApiClient, output: Output,
     watcher.close();
     clearTimeout(timer);
     await building;
-    // Back to the latest published version, moved by publishes again.
-    const back = await Promise.allSettled(ids.map((id) => api.request('POST', `/v1/installations/${encodeURIComponent(id)}/unpin`)));
+    // Back where each was: the version a member pinned it to, or the latest, moved by publishes again.
+    const back = await Promise.allSettled(
+      ids.map((id, i) => {
+        const { pinned, version } = before[i]!;
+        const path = `/v1/installations/${encodeURIComponent(id)}/${pinned ? 'pin' : 'unpin'}`;
+        return api.request('POST', path, pinned ? { version } : undefined);
+      }),
+    );
     const failed = ids.filter((_, i) => back[i]!.status === 'rejected');
-    terminal.progress(failed.length ? `${name}: ${failed.join(', ')} not returned to the latest version: platform unpin <installation>` : `${name}: ${ids.join(', ')} back on the latest version`);
+    terminal.progress(failed.length ? `${name}: ${failed.join(', ')} not returned where they were: platform unpin <installation>, or platform pin <installation> <version>` : `${name}: ${ids.join(', ')} back where they were`);
   }
 }
 
