@@ -19,12 +19,26 @@ export async function answer(base: string, method: string, route: string, token?
 
 export const healthy = (base: string, timeoutMs = 60_000) => waitFor(async () => ((await fetch(`${base}/healthz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), timeoutMs, `${base} to be healthy`, 200);
 
+type Embedded = { main: ChildProcess; wrapper?: ChildProcess; base: string; ports: { api: number; temporal: number; ui: number } };
+
 /**
  * The embedded default (`node dist/src/main.js`) on a data directory of its own, and ports
  * chosen as it starts: ports kept from an earlier start are free between the two, for any
- * other test process's server to take.
+ * other test process's server to take. A port chosen here can be taken by another test
+ * process before main.js binds it (main.js then refuses to start, naming it): the start is
+ * tried again on other ports, three times at most.
  */
-export async function embedded(dataDir: string, adminToken: string, options: { parent?: boolean; detached?: boolean } = {}): Promise<{ main: ChildProcess; wrapper?: ChildProcess; base: string; ports: { api: number; temporal: number; ui: number } }> {
+export async function embedded(dataDir: string, adminToken: string, options: { parent?: boolean; detached?: boolean } = {}): Promise<Embedded> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEmbedded(dataDir, adminToken, options);
+    } catch (err) {
+      if (attempt >= 3 || !/is taken by another process/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function startEmbedded(dataDir: string, adminToken: string, options: { parent?: boolean; detached?: boolean }): Promise<Embedded> {
   const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort() };
   const env = {
     PATH: process.env.PATH,
@@ -53,7 +67,10 @@ export async function embedded(dataDir: string, adminToken: string, options: { p
   const wrapper = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, [${JSON.stringify(path.join(DIST, 'src', 'main.js'))}], { stdio: 'inherit' }); setInterval(() => {}, 1e6);`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let said = '';
   wrapper.stderr!.on('data', (chunk: Buffer) => (said = (said + chunk.toString()).slice(-2000)));
-  await healthy(base).catch((err: Error) => Promise.reject(new Error(`${err.message}; main.js's stderr ended with: ${said || '(nothing)'}`)));
+  await healthy(base).catch((err: Error) => {
+    wrapper.kill('SIGKILL'); // its main.js dies with it
+    return Promise.reject(new Error(`${err.message}; main.js's stderr ended with: ${said || '(nothing)'}`));
+  });
   const main = childrenOf(wrapper.pid!).map((pid) => ({ pid })).at(0)!;
   return { main: main as unknown as ChildProcess, wrapper, base, ports };
 }
