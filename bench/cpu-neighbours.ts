@@ -7,7 +7,7 @@ const round = (value: number) => Math.round(value * 10) / 10;
 const SOURCE = "import { createIntegration } from 'integration-platform/runtime';\nexport default createIntegration({ async fetch(request) { if (new URL(request.url).pathname.endsWith('/spin')) for (;;) {} return Response.json({ ok: true }); } });\n";
 
 /** Calls `url` 10 times a second for `seconds`: each call's latency and status. */
-export async function tenTimesASecond(label: string, url: string, seconds: number) {
+async function tenTimesASecond(label: string, url: string, seconds: number) {
   const calls: { ms: number; status: number }[] = [];
   const stop = progress(label, () => `${calls.length} calls, ${calls.filter((call) => call.status !== 200).length} not 200`);
   const until = performance.now() + seconds * 1000;
@@ -23,30 +23,42 @@ export async function tenTimesASecond(label: string, url: string, seconds: numbe
 }
 
 /**
+ * One organization's installations of `integration` (public, of `source`) each called at
+ * `path` again as soon as it answers, beside another organization's installation of it
+ * called at its root 10 times a second: that endpoint's latency alone, then beside, and
+ * how many of the noisy calls ended meanwhile. Target: p99 <= 100 ms or 3x alone.
+ */
+export async function neighbourScenario(stack: Stack, call: ApiCall, options: { label: string; integration: string; source: string; installations: number; path: string; seconds: number }) {
+  const { label, integration, installations, path, seconds } = options;
+  const owner = await benchOrganization(stack, call, `${integration}-${process.pid}`);
+  await publishBenchIntegration(call, owner, integration, options.source);
+  const quiet = await benchOrganization(stack, call, `${integration}-quiet-${process.pid}`);
+  const install = (org: { org: string; token: string }) => call(org.token, 'POST', `/v1/integrations/${integration}/installations`, { target: { org: org.org } });
+  const noisy = await Promise.all(Array.from({ length: installations }, () => install(owner)));
+  const endpoint = endpointOf(stack, await install(quiet));
+  await fetch(endpoint).then((answer) => answer.arrayBuffer());
+  const alone = await tenTimesASecond(`${label} alone`, endpoint, seconds);
+  let running = true;
+  let ended = 0;
+  const loops = noisy.map(async (installation) => {
+    while (running) {
+      await fetch(`${endpointOf(stack, installation)}${path}`).then((answer) => answer.arrayBuffer(), () => undefined);
+      ended += 1;
+    }
+  });
+  const beside = await tenTimesASecond(`${label} beside`, endpoint, seconds);
+  running = false;
+  await Promise.all(loops);
+  return { owner, noisy, alone, beside, noisyCallsEnded: ended, targetP99Ms: Math.max(100, 3 * alone.p99Ms) };
+}
+
+/**
  * (h) An organization whose code loops for ever, 11 installations called 11 at a time (its
  * share of the pool spinning, the rest waiting for room), each called again as soon as its
  * deadline killed it, so that its processes keep being started and replaced; beside it
- * another organization's trivial endpoint called 10 times a second. That endpoint's
- * latency alone, then beside: the target is p99 <= 100 ms or 3x alone, whichever is larger.
+ * another organization's trivial endpoint called 10 times a second.
  */
 export async function cpuNeighbourScenario(stack: Stack, call: ApiCall, seconds: number) {
-  const owner = await benchOrganization(stack, call, `bench-spin-${process.pid}`);
-  await publishBenchIntegration(call, owner, 'bench-spin', SOURCE);
-  const quiet = await benchOrganization(stack, call, `bench-quiet-${process.pid}`);
-  const spinners = await Promise.all(Array.from({ length: 11 }, () => call(owner.token, 'POST', '/v1/integrations/bench-spin/installations', { target: { org: owner.org } })));
-  const endpoint = endpointOf(stack, await call(quiet.token, 'POST', '/v1/integrations/bench-spin/installations', { target: { org: quiet.org } }));
-  await fetch(endpoint).then((answer) => answer.arrayBuffer());
-  const alone = await tenTimesASecond('h alone', endpoint, seconds);
-  let spinning = true;
-  let spins = 0;
-  const loops = spinners.map(async (installation) => {
-    while (spinning) {
-      await fetch(`${endpointOf(stack, installation)}/spin`).then((answer) => answer.arrayBuffer(), () => undefined);
-      spins += 1;
-    }
-  });
-  const beside = await tenTimesASecond('h beside', endpoint, seconds);
-  spinning = false;
-  await Promise.all(loops);
-  return { alone, beside, spinningCallsEnded: spins, targetP99Ms: Math.max(100, 3 * alone.p99Ms) };
+  const { alone, beside, noisyCallsEnded, targetP99Ms } = await neighbourScenario(stack, call, { label: 'h', integration: 'bench-spin', source: SOURCE, installations: 11, path: '/spin', seconds });
+  return { alone, beside, spinningCallsEnded: noisyCallsEnded, targetP99Ms };
 }

@@ -1,5 +1,5 @@
-import { tenTimesASecond } from './cpu-neighbours';
-import { benchOrganization, endpointOf, publishBenchIntegration, type ApiCall } from './runtime';
+import { neighbourScenario } from './cpu-neighbours';
+import type { ApiCall } from './runtime';
 import type { Stack } from './stack';
 
 /** `/flood` writes 20,000 console lines; anything else answers at once. */
@@ -13,24 +13,7 @@ const SOURCE =
  * and what the log kept of the flood (its bounds drop the rest, counted).
  */
 export async function logNeighbourScenario(stack: Stack, call: ApiCall, seconds: number) {
-  const owner = await benchOrganization(stack, call, `bench-logger-${process.pid}`);
-  await publishBenchIntegration(call, owner, 'bench-logger', SOURCE);
-  const quiet = await benchOrganization(stack, call, `bench-calm-${process.pid}`);
-  const loggers = await Promise.all(Array.from({ length: 4 }, () => call(owner.token, 'POST', '/v1/integrations/bench-logger/installations', { target: { org: owner.org } })));
-  const endpoint = endpointOf(stack, await call(quiet.token, 'POST', '/v1/integrations/bench-logger/installations', { target: { org: quiet.org } }));
-  await fetch(endpoint).then((answer) => answer.arrayBuffer());
-  const alone = await tenTimesASecond('j alone', endpoint, seconds);
-  let flooding = true;
-  let floods = 0;
-  const loops = loggers.map(async (installation) => {
-    while (flooding) {
-      await fetch(`${endpointOf(stack, installation)}/flood`).then((answer) => answer.arrayBuffer(), () => undefined);
-      floods += 1;
-    }
-  });
-  const beside = await tenTimesASecond('j beside', endpoint, seconds);
-  flooding = false;
-  await Promise.all(loops);
-  const kept = await call(owner.token, 'GET', `/v1/integrations/bench-logger/logs?installation=${loggers[0].id}&limit=1000`);
-  return { alone, beside, floods, linesWritten: floods * 20_000, keptOfOneInstallationPage: kept.items.length, targetP99Ms: Math.max(100, 3 * alone.p99Ms) };
+  const { owner, noisy, alone, beside, noisyCallsEnded, targetP99Ms } = await neighbourScenario(stack, call, { label: 'j', integration: 'bench-logger', source: SOURCE, installations: 4, path: '/flood', seconds });
+  const kept = await call(owner.token, 'GET', `/v1/integrations/bench-logger/logs?installation=${noisy[0].id}&limit=1000`);
+  return { alone, beside, floods: noisyCallsEnded, linesWritten: noisyCallsEnded * 20_000, keptOfOneInstallationPage: kept.items.length, targetP99Ms };
 }
