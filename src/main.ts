@@ -9,7 +9,7 @@ import { connectClient } from './temporal/client';
 import { SupervisedDevServer } from './temporal/supervised-dev-server';
 import { installTemporalRuntime } from './temporal/runtime-logger';
 import { createWorker } from './worker';
-import { openDeliveryLog } from './delivery-log';
+import { openStores } from './platform/stores';
 import { runEntryPoint, type Heed } from './lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
 import { createIntegrationRuntime } from './isolates';
@@ -54,7 +54,7 @@ async function main(heed: Heed): Promise<void> {
   const address = config.temporalAddress ?? devServer!.address;
   const settings = { address, namespace: config.temporalNamespace, encryptionKey, tracing };
   const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
-  const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl, logger }), (opened) => opened.close());
+  const stores = await started.add('the delivery log', await openStores({ url: config.databaseUrl, encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl, logger }), (opened) => opened.close());
   const webhooks = webhookGuard(allowPrivateTargets, platformPorts);
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, stores });
   await started.add('the isolates', pool, (isolates) => isolates.close());

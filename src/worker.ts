@@ -2,12 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection, Worker, type State, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { configFromEnv, requireSetting } from './config';
-import { openDeliveryLog } from './delivery-log';
+import { openStores } from './platform/stores';
 import { createLogger } from './logger';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
 import type { Client } from '@temporalio/client';
 import { connectClient, dataConverter } from './temporal/client';
-import type { DeliveryLogStores } from './delivery-log';
 import { ShardClient, type ShardLimits } from './ingest/shard-client';
 import { IngestService } from './ingest/ingest-service';
 import { createIntegrationRuntime } from './isolates';
@@ -32,7 +31,7 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'insta
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundle;
   client: Client;
-  stores: DeliveryLogStores;
+  stores: Pick<ActivityDependencies, 'log' | 'installations' | 'directory' | 'integrationLogs'>;
   /** PLATFORM_DELIVERY_SHARDS: where installation events go. */
   deliveryShards: number;
   /** The delivery shards' limits (tests make them small; the defaults otherwise). */
@@ -158,7 +157,7 @@ async function main(heed: Heed): Promise<void> {
     encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
     tracing,
   };
-  const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
+  const stores = await started.add('the delivery log', await openStores({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
   const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, stores });
   await started.add('the isolates', pool, (isolates) => isolates.close());

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { integrationVersionWorkflowId, versionQuery } from '../src/workflows/integration';
+import { integrationVersionWorkflowId, versionQuery } from '../src/contracts/integration';
 import { parseAssignments } from '../src/cli/integrations';
 import { substituteSecrets } from '../src/cli/authoring';
 import { bundleScript } from '../src/cli/bundle';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
+import { openStores, type PlatformStores } from '../src/platform/stores';
 import { freePort } from '../src/temporal/dev-server';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
@@ -28,7 +28,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
   // 30% of requests answer 503, decided by the request count so that the run is repeatable.
   const receiver = new ScriptedReceiver((n) => (n % 10 < 3 ? { status: 503 } : { status: 200 }));
   const processes: { api?: ChildProcess; worker?: ChildProcess } = {};
-  let stores: DeliveryLogStores;
+  let stores: PlatformStores;
   let base = '';
   let env: NodeJS.ProcessEnv;
   const accepted = new Map<string, string[]>();
@@ -67,7 +67,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
     await receiver.start();
     startWorker();
     await startApi();
-    stores = await openDeliveryLog({ url: databaseUrl, encryptionKey, namespace });
+    stores = await openStores({ url: databaseUrl, encryptionKey, namespace });
 
     const org = `crash-${randomBytes(3).toString('hex')}`;
     // The worker bundles its workflows at start: until it polls, the engine answers 503.

@@ -5,7 +5,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { isDatabaseUnavailable } from '../src/delivery-log/database';
 import { DeliveryLog } from '../src/delivery-log/delivery-log';
 import { Encryption } from '../src/encryption';
-import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
+import { openStores, type PlatformStores } from '../src/platform/stores';
 import { quarantineCrossTenantDeliveries } from '../src/delivery-log/migrations';
 import type { NewDelivery, NewEvent, PageCursor } from '../src/delivery-log/types';
 import { testDatabaseUrl } from './support/settings';
@@ -25,10 +25,10 @@ function event(eventId: string, installations: string[], org = 'org-a'): NewEven
 /** The same behaviour on both databases the log runs on. */
 for (const kind of ['sqlite', 'postgres'] as const) {
   describe(`the delivery log on ${kind}`, function () {
-    let stores: DeliveryLogStores;
+    let stores: PlatformStores;
 
     before(async function () {
-      stores = await openDeliveryLog({ url: await testDatabaseUrl(kind, `log_${kind}`), encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', temporalUiUrl: 'http://ui.example' });
+      stores = await openStores({ url: await testDatabaseUrl(kind, `log_${kind}`), encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', temporalUiUrl: 'http://ui.example' });
     });
     after(() => stores?.close());
 
@@ -281,7 +281,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     if (kind === 'postgres') {
       it('lives through the server ending a connection a transaction holds: the transaction fails, the process does not', async function () {
         const url = await testDatabaseUrl(kind, 'held_ended');
-        const own = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+        const own = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
         try {
           const failed = await own.log.db
             .transaction()
@@ -305,7 +305,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
         const warnings: string[] = [];
         const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
         const url = await testDatabaseUrl(kind, 'idle_ended');
-        const own = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', logger });
+        const own = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', logger });
         try {
           await own.log.recordEvents([event('evt_before', ['ins_1'])]);
           const database = new URL(url).pathname.slice(1);
@@ -324,9 +324,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
     it('migrates at every start without harm, from several processes at once', async function () {
       const url = await testDatabaseUrl(kind, `migrate_${kind}`);
-      const opened = await Promise.all([1, 2, 3].map(() => openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' })));
+      const opened = await Promise.all([1, 2, 3].map(() => openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' })));
       await Promise.all(opened.map((store) => store.close()));
-      const again = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+      const again = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
       assert.deepEqual((await again.log.list({ orgs: ['x'] }, 1)).items, []);
       await again.close();
     });
@@ -346,7 +346,7 @@ describe('the delivery log on sqlite, as its planner sees it', function () {
 
   it('reads and writes an attempt batch by its ids, not by the pending index: its cost does not grow with the backlog', async function () {
     const url = await testDatabaseUrl('sqlite', 'planner');
-    const stores = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+    const stores = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
     const own = await capturing(url);
     try {
       // A backlog: 600 pending deliveries, none attempted.
@@ -376,7 +376,7 @@ describe('the delivery log on sqlite, as its planner sees it', function () {
   it("keeps statistics of the operator's own ANALYZE over the typical shape it starts with", async function () {
     const url = await testDatabaseUrl('sqlite', 'analyzed');
     const stats = async () => {
-      const stores = await openDeliveryLog({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+      const stores = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
       const rows = await sql<{ stat: string }>`SELECT stat FROM sqlite_stat1 WHERE idx = 'sqlite_autoindex_deliveries_1'`.execute(stores.log.db);
       return { stores, stat: rows.rows.map((row) => row.stat) };
     };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openDeliveryLog, type DeliveryLogStores } from '../src/delivery-log';
+import { openStores, type PlatformStores } from '../src/platform/stores';
 import { EventIdTakenError, IngestService } from '../src/ingest/ingest-service';
 import type { ShardClient } from '../src/ingest/shard-client';
 import { startTracing, type Tracing } from '../src/tracing';
@@ -15,7 +15,7 @@ import { OtlpCollector } from './support/otlp-collector';
  */
 describe('an ingest flush shared by several submissions of one eventId', function () {
   let dir: string;
-  let stores: DeliveryLogStores;
+  let stores: PlatformStores;
   let engineAway = false;
   const handedOver: ShardItem[] = [];
   const engine = {
@@ -47,7 +47,7 @@ describe('an ingest flush shared by several submissions of one eventId', functio
 
   before(async function () {
     dir = mkdtempSync(path.join(os.tmpdir(), 'ingest-flush-'));
-    stores = await openDeliveryLog({ url: `sqlite:${path.join(dir, 'log.db')}`, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'default' });
+    stores = await openStores({ url: `sqlite:${path.join(dir, 'log.db')}`, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'default' });
     await stores.installations.save(installation('ins_a', 'org-a'));
     await stores.installations.save(installation('ins_b', 'org-b'));
     ingest = new IngestService(stores.log, stores.installations, engine);

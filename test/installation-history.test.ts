@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { installationWorkflowId } from '../src/workflows/installation-contract';
+import { installationWorkflowId } from '../src/contracts/installation';
 import { TestPlatform } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { runWorkerOf } from './support/worker-outage';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
 import { verifySignature } from '../src/webhooks/signature';
 import { installationWorkflow, MAX_ROTATED_SECRETS, newInstallationState } from '../src/workflows/installation';
-import { installationWorkflowId } from '../src/workflows/installation-contract';
+import { installationWorkflowId } from '../src/contracts/installation';
 import { newSigningSecret } from '../src/api/installation-service';
 import { EPOCH_MS } from '../src/workflows/shard-contract';
 import { TestPlatform, spaceEvent, siteViewEvent, waitFor } from './support/platform';

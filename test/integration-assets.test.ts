@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { ASSET_LIMITS } from '../src/manifest/types';
-import { integrationVersionWorkflowId, versionQuery } from '../src/workflows/integration';
+import { integrationVersionWorkflowId, versionQuery } from '../src/contracts/integration';
 import { install } from './support/examples';
 import { runCli } from './support/cli';
 import { png } from './support/images';

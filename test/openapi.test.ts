@@ -8,7 +8,7 @@ import { TestPlatform } from './support/platform';
 import { createLogger } from '../src/logger';
 import { EncryptionCodec, generateEncryptionKey } from '../src/temporal/codec';
 import { temporal } from '@temporalio/proto';
-import { installationWorkflowId } from '../src/workflows/installation-contract';
+import { installationWorkflowId } from '../src/contracts/installation';
 
 describe('GET /openapi.json and the system routes', function () {
   const platform = new TestPlatform(__filename);

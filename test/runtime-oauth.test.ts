@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { OAuthStates } from '../src/integrations/oauth-states';
+import { OAuthStates } from '../src/delivery-log/oauth-states';
 import { install, publishExample } from './support/examples';
 import { TestPlatform } from './support/platform';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import pino from 'pino';
-import { openDeliveryLog } from '../src/delivery-log';
+import { openStores } from '../src/platform/stores';
 import { TestPlatform, spaceEvent } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { testDatabaseUrl, testSettings } from './support/settings';
@@ -210,7 +210,7 @@ describe('tenancy and bad input', function () {
 
       await start();
       assert.deepEqual(quarantineWarnings(), [], 'nothing quarantined, nothing said');
-      const stores = await openDeliveryLog({ url: databaseUrl, encryptionKey: testSettings().encryptionKey, namespace: 'test' });
+      const stores = await openStores({ url: databaseUrl, encryptionKey: testSettings().encryptionKey, namespace: 'test' });
       const now = Date.now();
       await stores.log.db
         .insertInto('quarantined_deliveries')

@@ -1,11 +1,12 @@
 import { heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from '../workflows/installation-contract';
-import { FailureType } from '../workflows/errors';
-import type { InstallationProjection, NewEvent, PageCursor } from '../delivery-log/types';
+import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from '../contracts/installation';
+import { FailureType } from '../contracts/failures';
+import type { InstallationProjection } from '../installations/types';
+import type { NewEvent, PageCursor } from '../delivery-log/types';
+import type { PendingDelivery } from '../delivery-log/delivery-log';
 import { deliveryId } from '../ids';
-import type { IngestService } from '../ingest/ingest-service';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
@@ -30,12 +31,22 @@ const STRANDED_PER_SWEEP = 1000;
  */
 const OVERDUE_RETRY_AFTER_MS = 15 * 60_000;
 
+/**
+ * What activities need of ingest (the IngestService the process built): the platform's own
+ * events recorded and handed to their shards, stranded deliveries handed over again. Named
+ * here so that activities, which workflows call, never import ingest, which calls workflows.
+ */
+export interface EventIntake {
+  commit(events: NewEvent[]): Promise<unknown>;
+  handOverRecorded(deliveries: PendingDelivery[]): Promise<void>;
+}
+
 export interface ActivityDependencies extends AttemptBatchDependencies {
   directory: DirectoryIndex;
   /** Integration code's log lines: under the delivery log's retention too. */
   integrationLogs: IntegrationLogStore;
   /** Records the platform's own events (installation_setup) and hands them to the delivery shards. */
-  ingest: IngestService;
+  ingest: EventIntake;
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
   retentionDays: number;
   /** Rollouts move installations through their workflows' updates. */

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiError, notFound } from './errors';
 import type { DirectoryIndex, Principal } from '../delivery-log/directory-index';
 import { TtlCache } from '../ttl-cache';
-import type { InstallationIndex } from '../delivery-log/installation-index';
+import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationTokens } from '../integrations/installation-tokens';
 
 export type Caller =

@@ -4,8 +4,8 @@ import type { Liveness } from '../temporal/supervised-dev-server';
 import type { HttpLimits } from './http-server';
 import { EncryptionCodec } from '../temporal/codec';
 import type { DestinationGuard } from '../net/destination-guard';
-import type { DeliveryLogStores } from '../delivery-log';
-import type { InstallationIndex } from '../delivery-log/installation-index';
+import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { InstallationIndex } from '../installations/read-model';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
 import { IngestService } from '../ingest/ingest-service';
 import { ShardClient, type ShardLimits } from '../ingest/shard-client';
@@ -13,10 +13,19 @@ import { DeliveryService } from './delivery-service';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import type { AssetStore } from '../delivery-log/asset-store';
 import { KnownOrganizations } from './organizations';
-import { OAuthStates } from '../integrations/oauth-states';
+import { OAuthStates } from '../delivery-log/oauth-states';
 import { PageTokens } from './page-tokens';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
 import { InstallationTokens } from '../integrations/installation-tokens';
+
+/** The stores the API reads and writes, opened by the process (src/platform/stores.ts). */
+export interface ApiStores {
+  log: DeliveryLog;
+  installations: InstallationIndex;
+  directory: DirectoryIndex;
+  integrationLogs: IntegrationLogStore;
+  assets: AssetStore;
+}
 
 /** What the API is built from; `src/main.ts`, `src/api/main.ts` and the tests each provide it. */
 export interface ApiSettings {
@@ -28,7 +37,7 @@ export interface ApiSettings {
   webhookGuard: DestinationGuard;
   /** PLATFORM_ENCRYPTION_KEY: the codec endpoint's key and the installation tokens' root. */
   encryptionKey: string;
-  stores: DeliveryLogStores;
+  stores: ApiStores;
   /** Calls into integration code (isolates). */
   runtime: IntegrationRuntime;
   /** PLATFORM_DELIVERY_SHARDS */

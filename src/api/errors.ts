@@ -1,8 +1,8 @@
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { isGrpcServiceError, WorkflowUpdateFailedError, QueryNotRegisteredError } from '@temporalio/client';
 import type { Context, Next } from 'koa';
-import type { FieldIssue } from '../integrations/configuration';
-import { FailureType } from '../workflows/errors';
+import type { FieldIssue } from '../installations/configuration';
+import { FailureType } from '../contracts/failures';
 import type { Logger } from '../logger';
 import { ShardBusyError } from '../ingest/shard-client';
 import { isDatabaseUnavailable } from '../delivery-log/database';

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import { WEBHOOK_INTEGRATION, webhookConfigurations, type Target } from '../integrations/webhook';
-import { integrationQuery, integrationWorkflowId, REGISTRY_WORKFLOW_ID, registryQuery, type IntegrationListing, type IntegrationState, type IntegrationSummary } from '../workflows/integration';
+import { WEBHOOK_INTEGRATION, webhookConfigurations } from '../installations/webhook';
+import { type Target } from '../installations/target';
+import { integrationQuery, integrationWorkflowId, REGISTRY_WORKFLOW_ID, registryQuery, type IntegrationListing, type IntegrationState, type IntegrationSummary } from '../contracts/integration';
 import { isMember, sameSecret, type Caller } from './auth';
 import { notFound } from './errors';
 import { isIntegrationName } from '../ids';

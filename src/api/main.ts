@@ -3,7 +3,7 @@ import { configFromEnv, requireSetting } from '../config';
 import { createLogger } from '../logger';
 import { connectClient } from '../temporal/client';
 import { startApi } from './app';
-import { openDeliveryLog } from '../delivery-log';
+import { openStores } from '../platform/stores';
 import { runEntryPoint, type Heed } from '../lifecycle';
 import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from '../net/guards';
 import { createIntegrationRuntime } from '../isolates';
@@ -21,7 +21,7 @@ async function main(heed: Heed): Promise<void> {
   await assertEgressAllowList(config.egressAllow, platformPorts);
   const encryptionKey = requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY');
   const client = await started.add('the Temporal client', await connectClient({ address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'), namespace: config.temporalNamespace, encryptionKey, tracing }), (connected) => connected.connection.close());
-  const stores = await started.add('the delivery log', await openDeliveryLog({ url: config.databaseUrl, encryptionKey, namespace: config.temporalNamespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
+  const stores = await started.add('the delivery log', await openStores({ url: config.databaseUrl, encryptionKey, namespace: config.temporalNamespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
   const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, stores });
   await started.add('the isolates', pool, (isolates) => isolates.close());
   await started.add('the API', await startApi(

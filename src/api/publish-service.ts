@@ -1,13 +1,14 @@
 import type { Client } from '@temporalio/client';
 import { inspectScript, type ScriptInspection } from '../isolates/inspect-script';
-import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
+import { WEBHOOK_INTEGRATION } from '../installations/webhook';
 import { ASSET_LIMITS, MAX_SCRIPT_BYTES, type Manifest } from '../manifest/types';
 import { imageInfo } from '../manifest/images';
 import { SOURCE_MAP_TYPE, type AssetStore } from '../delivery-log/asset-store';
 import { validateManifest } from '../manifest/validate';
 import { publishes } from '../metrics';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
-import { commitVersionUpdate, integrationQuery, integrationVersionWorkflow, integrationVersionWorkflowId, integrationWorkflow, integrationWorkflowId, reserveVersionUpdate } from '../workflows/integration';
+import { commitVersionUpdate, integrationQuery, integrationVersionWorkflowId, integrationWorkflowId, reserveVersionUpdate } from '../contracts/integration';
+import { integrationVersionWorkflow, integrationWorkflow } from '../workflows/integration';
 import { requireMember, type Caller } from './auth';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 import { newInstallLinkToken } from './integration-catalog';

@@ -1,4 +1,5 @@
-import { DELIVERY_STATUSES, LISTED_INSTALLATION_STATUSES } from '../delivery-log/types';
+import { DELIVERY_STATUSES } from '../delivery-log/types';
+import { LISTED_INSTALLATION_STATUSES } from '../installations/types';
 import { ID_PATTERN } from '../ids';
 import type { SchemaObject } from 'ajv';
 

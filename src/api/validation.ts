@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type SchemaObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FieldIssue } from '../integrations/configuration';
+import type { FieldIssue } from '../installations/configuration';
 import { badRequest } from './errors';
 
 const ajv = new Ajv({ allErrors: true, strict: true });

@@ -1,7 +1,8 @@
 import { deliveryId } from '../ids';
-import { WEBHOOK_INTEGRATION } from '../integrations/webhook';
+import { WEBHOOK_INTEGRATION } from '../installations/webhook';
 import { eventTargets, serializePayload, type IngestedEvent } from '../webhooks/events';
-import type { InstallationSummary, NewDelivery } from '../delivery-log/types';
+import type { InstallationSummary } from '../installations/types';
+import type { NewDelivery } from '../delivery-log/types';
 
 /** An organization-wide installation hears every event of the organization; others only their own space or site. */
 function reaches(installation: InstallationSummary, event: IngestedEvent): boolean {

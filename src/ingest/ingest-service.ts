@@ -1,6 +1,7 @@
 import type { DeliveryLog, PendingDelivery } from '../delivery-log/delivery-log';
-import type { InstallationIndex } from '../delivery-log/installation-index';
-import type { EventRecord, InstallationSummary, NewEvent } from '../delivery-log/types';
+import type { InstallationIndex } from '../installations/read-model';
+import type { EventRecord, NewEvent } from '../delivery-log/types';
+import type { InstallationSummary } from '../installations/types';
 import { newEventId } from '../ids';
 import type { IngestedEvent } from '../webhooks/events';
 import type { ShardItem } from '../workflows/shard-contract';

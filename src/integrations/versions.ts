@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { integrationVersionWorkflowId, versionQuery, type IntegrationVersion } from '../workflows/integration';
-import type { VersionChange } from '../workflows/installation-contract';
+import { integrationVersionWorkflowId, versionQuery, type IntegrationVersion } from '../contracts/integration';
+import type { VersionChange } from '../contracts/installation';
 
 /** What a version brings to the installations moved to it. */
 export const changeOf = ({ version, manifest, eventTypes }: Pick<IntegrationVersion, 'version' | 'manifest' | 'eventTypes'>): VersionChange => ({

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Client } from '@temporalio/client';
-import { isPublicEndpointPath } from '../integrations/environment';
+import { isPublicEndpointPath } from '../installations/urls';
 import { InstallationTokens } from '../integrations/installation-tokens';
 import { IntegrationVersions } from '../integrations/versions';
 import type { DestinationGuard } from '../net/destination-guard';
@@ -12,7 +12,8 @@ import { IsolatePool } from './isolate-pool';
 import { CpuGroups } from './cpu-groups';
 import type { Logger } from '../logger';
 import type { NodeService } from './workerd-process';
-import type { DeliveryLogStores } from '../delivery-log';
+import type { IntegrationLogStore } from '../delivery-log/integration-logs';
+import type { AssetStore } from '../delivery-log/asset-store';
 import { SourceLines } from '../integration-logs/source-lines';
 import { IntegrationLogSink } from '../integration-logs/log-sink';
 import { logsBinding } from './logs-binding';
@@ -34,7 +35,7 @@ export interface RuntimeOptions {
   /** Where it says that organizations' code cannot be given fair CPU shares here. */
   logger?: Logger;
   /** Where integration code's console lines are kept (and versions' source maps read); without it they are not. */
-  stores?: Pick<DeliveryLogStores, 'integrationLogs' | 'assets'>;
+  stores?: { integrationLogs: IntegrationLogStore; assets: AssetStore };
 }
 
 /** An installation's token (`itk_…`), the only credential the binding carries. */

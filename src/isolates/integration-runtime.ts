@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { InstallationTarget } from '../delivery-log/installation-index';
-import { buildEnvironment } from '../integrations/environment';
+import type { InstallationTarget } from '../installations/types';
+import { buildEnvironment } from './environment';
 import type { InstallationTokens } from '../integrations/installation-tokens';
 import type { IntegrationVersions } from '../integrations/versions';
 import type { IntegrationEvent } from '../runtime/types';

@@ -1,5 +1,3 @@
-import type { ConfigurationSchema } from '../integrations/configuration';
-
 export const VISIBILITIES = ['private', 'unlisted', 'public'] as const;
 export type Visibility = (typeof VISIBILITIES)[number];
 
@@ -10,6 +8,22 @@ export const ASSET_LIMITS = { iconBytes: 256 * 1024, previewBytes: 1024 * 1024, 
 
 /** Scopes only the platform's own integrations may request (SPEC.md). */
 export const INTERNAL_SCOPES = ['site:script:inject', 'site:script:cookies'];
+
+export type PropertyDefinition =
+  | { type: 'string'; title?: string; description?: string; default?: string; enum?: string[]; completion_url?: string }
+  | { type: 'number'; title?: string; description?: string; default?: number }
+  | { type: 'boolean'; title?: string; description?: string; default?: boolean }
+  | { type: 'button'; title?: string; description?: string; button_text: string; callback_url: string };
+
+/**
+ * A manifest's configuration: properties (SPEC.md), or a component of the script that
+ * renders it (GitBook's `componentId`), which takes any keys.
+ */
+export interface ConfigurationSchema {
+  properties?: Record<string, PropertyDefinition>;
+  required?: string[];
+  componentId?: string;
+}
 
 export interface Block {
   id: string;

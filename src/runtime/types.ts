@@ -1,6 +1,6 @@
 /** Types an integration is written against: events, the environment, UI markup (SPEC.md). */
 
-import type { LISTED_INSTALLATION_STATUSES } from '../delivery-log/types';
+import type { LISTED_INSTALLATION_STATUSES } from '../installations/types';
 
 export type InstallationStatusValue = (typeof LISTED_INSTALLATION_STATUSES)[number];
 

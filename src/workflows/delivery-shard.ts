@@ -1,7 +1,7 @@
 import * as wf from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { AttemptBatchResult } from '../activities/attempt-batch';
-import { busy, invalid } from './errors';
+import { busy, invalid } from '../contracts/failures';
 import { backlogQuery, enqueueUpdate, handOverSignal, MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
 
 const isShardItem = (item: ShardItem | undefined): boolean => typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string');

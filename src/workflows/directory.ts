@@ -2,7 +2,7 @@ import * as wf from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { DirectoryUser, Organization } from '../delivery-log/directory-index';
 import { HistoryBudget } from './continue-as-new';
-import { conflict, invalid } from './errors';
+import { conflict, invalid } from '../contracts/failures';
 
 export interface DirectoryState {
   orgs: Record<string, Organization>;

@@ -1,13 +1,14 @@
 import * as wf from '@temporalio/workflow';
-import { applyPatch, defaultsOf, maskCredentials, type Configuration } from '../integrations/configuration';
-import { checkInstallationPatch, configurationComplete, schemaFor, type ConfigurationSchemas } from '../integrations/installation-rules';
-import { selectedEvents, WEBHOOK_INTEGRATION, type Target } from '../integrations/webhook';
-import { deliverableEvents } from '../integrations/event-scopes';
+import { applyPatch, defaultsOf, maskCredentials, type Configuration } from '../installations/configuration';
+import { checkInstallationPatch, configurationComplete, schemaFor, type ConfigurationSchemas } from '../installations/rules';
+import { selectedEvents, WEBHOOK_INTEGRATION } from '../installations/webhook';
+import { type Target } from '../installations/target';
+import { deliverableEvents } from '../installations/event-scopes';
 import { HistoryBudget } from './continue-as-new';
-import { invalid, notFound } from './errors';
+import { invalid, notFound } from '../contracts/failures';
 import type { createActivities, PlatformEvent } from '../activities';
-import type { InstallationProjection, InstallationStatus, SigningSecret } from '../delivery-log/types';
-import { configureUpdate, deleteUpdate, installationQuery, moveToVersionUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, type InstallationView } from './installation-contract';
+import type { InstallationProjection, InstallationStatus, SigningSecret } from '../installations/types';
+import { configureUpdate, deleteUpdate, installationQuery, moveToVersionUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, type InstallationView } from '../contracts/installation';
 
 /** A rotated-out secret stays valid this long, and is signed with meanwhile (DESIGN.md §3). */
 export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;

@@ -1,6 +1,6 @@
 import * as wf from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { VersionChange } from './installation-contract';
+import type { VersionChange } from '../contracts/installation';
 
 const { moveInstallationsToVersion } = wf.proxyActivities<ReturnType<typeof createActivities>>({
   startToCloseTimeout: '5 minutes',

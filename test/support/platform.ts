@@ -11,7 +11,7 @@ import { createTestWorker } from './worker';
 import { namespaceFor } from './namespaces';
 import { DELIVERY_SHARDS, testDatabaseUrl, testPlatformPorts, testSettings } from './settings';
 import { NowhereGuard } from './nowhere-guard';
-import { openDeliveryLog, type DeliveryLogStores } from '../../src/delivery-log';
+import { openStores, type PlatformStores } from '../../src/platform/stores';
 import { egressGuard, webhookGuard } from '../../src/net/guards';
 import { createIntegrationRuntime } from '../../src/isolates';
 import type { IsolatePool } from '../../src/isolates/isolate-pool';
@@ -96,7 +96,7 @@ export class TestPlatform {
   readonly namespace: string;
   readonly taskQueue: string;
   platformPorts!: PlatformPorts;
-  stores!: DeliveryLogStores;
+  stores!: PlatformStores;
   databaseUrl!: string;
   isolates!: IsolatePool;
   runtime!: IntegrationRuntime;
@@ -117,7 +117,7 @@ export class TestPlatform {
     this.client = await connectClient({ address, namespace: this.namespace, encryptionKey, tracing: this.options.tracing });
     this.platformPorts = testPlatformPorts();
     this.databaseUrl = this.options.databaseUrl ?? (await testDatabaseUrl(this.options.database ?? 'sqlite', this.namespace));
-    this.stores = await openDeliveryLog({ url: this.databaseUrl, encryptionKey, namespace: this.namespace });
+    this.stores = await openStores({ url: this.databaseUrl, encryptionKey, namespace: this.namespace });
     const nowhere = this.options.outbound === 'nowhere' ? new NowhereGuard() : undefined;
     const guard = nowhere ?? webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
     // The API's port is chosen first: the isolates' API binding and public endpoints are built from it.

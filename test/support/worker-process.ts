@@ -1,4 +1,4 @@
-import { openDeliveryLog } from '../../src/delivery-log';
+import { openStores } from '../../src/platform/stores';
 import { createIntegrationRuntime } from '../../src/isolates';
 import { createLogger } from '../../src/logger';
 import { egressGuard } from '../../src/net/guards';
@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const { address, encryptionKey } = testSettings();
   const logger = createLogger('warn');
   installTemporalRuntime(logger);
-  const stores = await openDeliveryLog({ url: databaseUrl, encryptionKey, namespace });
+  const stores = await openStores({ url: databaseUrl, encryptionKey, namespace });
   const client = await connectClient({ address, namespace, encryptionKey });
   const platformPorts = testPlatformPorts();
   const { runtime } = createIntegrationRuntime({ client, encryptionKey, baseUrl, egressGuard: egressGuard([], platformPorts), platformPorts, stores });

@@ -1,7 +1,7 @@
 import type { ShardLimits } from '../../src/ingest/shard-client';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
-import type { DeliveryLogStores } from '../../src/delivery-log';
+import type { PlatformStores } from '../../src/platform/stores';
 import type { IntegrationRuntime } from '../../src/isolates/integration-runtime';
 import type { Logger } from '../../src/logger';
 import { webhookGuard } from '../../src/net/guards';
@@ -16,7 +16,7 @@ export interface TestWorkerOptions {
   namespace: string;
   taskQueue: string;
   client: Client;
-  stores: DeliveryLogStores;
+  stores: PlatformStores;
   runtime: IntegrationRuntime;
   baseUrl: string;
   platformPorts: PlatformPorts;

@@ -1,6 +1,7 @@
-import type { Configuration } from '../../integrations/configuration';
-import { WEBHOOK_INTEGRATION, type Target } from '../../integrations/webhook';
-import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate } from '../../workflows/installation-contract';
+import type { Configuration } from '../../installations/configuration';
+import { WEBHOOK_INTEGRATION } from '../../installations/webhook';
+import { type Target } from '../../installations/target';
+import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate } from '../../contracts/installation';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
 import { installationService, newSigningSecret } from '../installation-service';

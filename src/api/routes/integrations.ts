@@ -1,5 +1,5 @@
-import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
-import { assetUrl } from '../../integrations/environment';
+import { WEBHOOK_INTEGRATION } from '../../installations/webhook';
+import { assetUrl } from '../../installations/urls';
 import { LOG_LEVELS, type LogCursor, type LogLevel } from '../../delivery-log/integration-logs';
 import { requireMember, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';

@@ -1,7 +1,7 @@
-import type { InstallationTarget } from '../../delivery-log/installation-index';
-import { PUBLIC_ENDPOINT_ROUTE, publicEndpoint } from '../../integrations/environment';
-import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
-import type { OAuthTicketKind } from '../../integrations/oauth-states';
+import type { InstallationTarget } from '../../installations/types';
+import { PUBLIC_ENDPOINT_ROUTE, publicEndpoint } from '../../installations/urls';
+import { WEBHOOK_INTEGRATION } from '../../installations/webhook';
+import type { OAuthTicketKind } from '../../delivery-log/oauth-states';
 import { IsolateError } from '../../isolates/isolate-pool';
 import { HOP_BY_HOP } from '../../net/hop-by-hop';
 import type { IsolateAnswer } from '../../isolates/workerd-process';

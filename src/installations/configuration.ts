@@ -1,23 +1,9 @@
+import type { ConfigurationSchema, PropertyDefinition } from '../manifest/types';
+
 /**
  * Installation configurations checked against an integration's `configurations` schema
  * (SPEC.md). Pure code: installation workflows run it in their update validators.
  */
-export type PropertyDefinition =
-  | { type: 'string'; title?: string; description?: string; default?: string; enum?: string[]; completion_url?: string }
-  | { type: 'number'; title?: string; description?: string; default?: number }
-  | { type: 'boolean'; title?: string; description?: string; default?: boolean }
-  | { type: 'button'; title?: string; description?: string; button_text: string; callback_url: string };
-
-/**
- * A manifest's configuration: properties (SPEC.md), or a component of the script that
- * renders it (GitBook's `componentId`), which takes any keys.
- */
-export interface ConfigurationSchema {
-  properties?: Record<string, PropertyDefinition>;
-  required?: string[];
-  componentId?: string;
-}
-
 export type Configuration = Record<string, unknown>;
 
 /** One broken rule, named by the configuration field it concerns. */

@@ -1,14 +1,14 @@
 import { Encryption } from '../encryption';
-import { openLogDatabase } from './database';
-import { DeliveryLog } from './delivery-log';
-import { InstallationIndex } from './installation-index';
-import { DirectoryIndex } from './directory-index';
-import { IntegrationLogStore } from './integration-logs';
-import { AssetStore } from './asset-store';
+import { openLogDatabase } from '../delivery-log/database';
+import { DeliveryLog } from '../delivery-log/delivery-log';
+import { InstallationIndex } from '../installations/read-model';
+import { DirectoryIndex } from '../delivery-log/directory-index';
+import { IntegrationLogStore } from '../delivery-log/integration-logs';
+import { AssetStore } from '../delivery-log/asset-store';
 import { trackPendingRetries } from '../metrics';
 import type { Logger } from '../logger';
 
-export interface DeliveryLogOptions {
+export interface StoreOptions {
   /** PLATFORM_DATABASE_URL: `postgres://…` or `sqlite:<file>`. */
   url: string;
   encryptionKey: string;
@@ -19,7 +19,7 @@ export interface DeliveryLogOptions {
   logger?: Logger;
 }
 
-export interface DeliveryLogStores {
+export interface PlatformStores {
   log: DeliveryLog;
   installations: InstallationIndex;
   directory: DirectoryIndex;
@@ -29,7 +29,7 @@ export interface DeliveryLogStores {
 }
 
 /** The delivery log, the read models (installations, the directory) and integrations' logs, on one database, migrated. */
-export async function openDeliveryLog(options: DeliveryLogOptions): Promise<DeliveryLogStores> {
+export async function openStores(options: StoreOptions): Promise<PlatformStores> {
   const database = await openLogDatabase(options.url, options.logger);
   const encryption = new Encryption(options.encryptionKey);
   const ui = options.temporalUiUrl?.replace(/\/+$/, '');

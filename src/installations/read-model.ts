@@ -1,11 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Encryption } from '../encryption';
-import { maskCredentials } from '../integrations/configuration';
-import type { InstallationsTable, Schema } from './schema';
-import { LISTED_INSTALLATION_STATUSES, type InstallationProjection, type InstallationStatus, type InstallationSummary, type SigningSecret } from './types';
-
-/** What an attempt or a call into an isolate needs of its installation. */
-export type InstallationTarget = Omit<InstallationProjection, 'updatedAt'>;
+import { maskCredentials } from './configuration';
+import type { InstallationsTable, Schema } from '../delivery-log/schema';
+import { LISTED_INSTALLATION_STATUSES, type InstallationProjection, type InstallationStatus, type InstallationSummary, type InstallationTarget, type SigningSecret } from './types';
 
 /**
  * The installations' read model in the log's database. Each installation workflow writes

@@ -1,9 +1,9 @@
 import { ApplicationFailure } from '@temporalio/workflow';
-import type { FieldIssue } from '../integrations/configuration';
+import type { FieldIssue } from '../installations/configuration';
 
 /**
  * Failure types an update validator or handler raises; the API maps each to an HTTP
- * status (src/api/temporal-errors.ts), so the names are part of the contract.
+ * status (src/api/errors.ts), so the names are part of the contract.
  */
 export const FailureType = {
   invalid: 'InvalidInput',

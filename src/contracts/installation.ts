@@ -1,8 +1,8 @@
 import * as wf from '@temporalio/workflow';
-import type { Configuration } from '../integrations/configuration';
-import type { ConfigurationSchemas } from '../integrations/installation-rules';
-import type { Target } from '../integrations/webhook';
-import type { InstallationStatus, SigningSecret } from '../delivery-log/types';
+import type { Configuration } from '../installations/configuration';
+import type { ConfigurationSchemas } from '../installations/rules';
+import type { Target } from '../installations/target';
+import type { InstallationStatus, SigningSecret } from '../installations/types';
 
 /*
  * What the API and the activities ask of an installation's workflow (installation.ts):

@@ -1,18 +1,7 @@
 import type { WebhookEventType } from '../webhooks/events';
-import { checkPatch, missingRequired, type Configuration, type ConfigurationSchema, type FieldIssue } from './configuration';
-
-/** Where an installation lives: an organization, or a space or a site within it. */
-export interface Target {
-  org: string;
-  space?: string;
-  site?: string;
-}
-
-export type TargetKind = 'organization' | 'space' | 'site';
-
-export function targetKind(target: Target): TargetKind {
-  return target.site ? 'site' : target.space ? 'space' : 'organization';
-}
+import { targetKind, type Target } from './target';
+import { checkPatch, missingRequired, type Configuration, type FieldIssue } from './configuration';
+import type { ConfigurationSchema } from '../manifest/types';
 
 export const WEBHOOK_INTEGRATION = 'webhook';
 

@@ -1,6 +1,7 @@
-import { checkPatch, missingRequired, OAUTH_CREDENTIALS, type Configuration, type ConfigurationSchema, type FieldIssue } from './configuration';
-import { checkWebhookPatch, targetKind, webhookConfigurationComplete, WEBHOOK_INTEGRATION, type Target, type TargetKind } from './webhook';
-import type { IntegrationTarget } from '../manifest/types';
+import { checkPatch, missingRequired, OAUTH_CREDENTIALS, type Configuration, type FieldIssue } from './configuration';
+import { checkWebhookPatch, webhookConfigurationComplete, WEBHOOK_INTEGRATION } from './webhook';
+import { targetKind, type Target, type TargetKind } from './target';
+import type { ConfigurationSchema, IntegrationTarget } from '../manifest/types';
 
 /**
  * A manifest's `configurations`: `account` for organization and space installations, `site`
