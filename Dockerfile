@@ -23,4 +23,4 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
 USER node
 EXPOSE 8080
-CMD ["node", "dist/src/api/main.js"]
+CMD ["node", "dist/src/main.js", "api"]

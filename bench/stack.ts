@@ -24,8 +24,9 @@ export function peakRssMiB(pid: number | undefined): number | undefined {
 /** The Node flags platform processes run with, as `npm start` and the Dockerfile give them (package.json `config.nodeFlags`). */
 const NODE_FLAGS = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { config: { nodeFlags: string } }).config.nodeFlags.split(' ');
 
-function node(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'dist', 'src', script)], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+/** `node dist/src/main.js [role]`: both roles (the embedded default) unless one is named. */
+function node(role: 'all' | 'api' | 'worker', env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'dist', 'src', 'main.js'), ...(role === 'all' ? [] : [role])], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 async function waitHealthy(base: string): Promise<void> {
@@ -105,7 +106,7 @@ export async function startEmbedded(): Promise<Stack> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-bench-'));
   const port = await freePort();
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
-  const main = node('main.js', { ...baseEnv(dataDir, port, adminToken), PLATFORM_TEMPORAL_PORT: String(await freePort()), PLATFORM_TEMPORAL_UI_PORT: String(await freePort()) });
+  const main = node('all', { ...baseEnv(dataDir, port, adminToken), PLATFORM_TEMPORAL_PORT: String(await freePort()), PLATFORM_TEMPORAL_UI_PORT: String(await freePort()) });
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(base);
   const devServer = childrenOf(main.pid!)[0];
@@ -131,9 +132,9 @@ export async function startSplit(): Promise<Stack> {
   const port = await freePort();
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
   const env = { ...baseEnv(dataDir, port, adminToken), TEMPORAL_ADDRESS: devServer.address, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey() };
-  let worker = node('worker.js', env);
+  let worker = node('worker', env);
   const workerPeaks: number[] = [];
-  const api = node('api/main.js', env);
+  const api = node('api', env);
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(base);
   return {
@@ -147,7 +148,7 @@ export async function startSplit(): Promise<Stack> {
       workerPeaks.push(peakRssMiB(worker.pid) ?? 0);
       worker.kill('SIGKILL');
     },
-    startWorker: () => (worker = node('worker.js', env)),
+    startWorker: () => (worker = node('worker', env)),
     stop: async () => {
       worker.kill('SIGTERM');
       api.kill('SIGTERM');

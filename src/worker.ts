@@ -1,19 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection, Worker, type State, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
-import { configFromEnv, requireSetting } from './config';
-import { openStores } from './platform/stores';
-import { createLogger } from './logger';
-import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from './net/guards';
 import type { Client } from '@temporalio/client';
-import { connectClient, dataConverter } from './temporal/client';
-import { ShardClient, type ShardLimits } from './ingest/shard-client';
-import { IngestService } from './ingest/ingest-service';
-import { createIntegrationRuntime } from './isolates';
-import { installTemporalRuntime } from './temporal/runtime-logger';
-import { runEntryPoint, type Heed } from './lifecycle';
-import { serveMetrics } from './metrics/server';
-import { startTracing, type Tracing } from './tracing';
+import { dataConverter } from './temporal/client';
+import type { Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
 import { retryTaskQueue } from './workflows/delivery-shard';
 import { RETENTION_WORKFLOW_ID, retentionWorkflow } from './workflows/retention';
@@ -21,7 +11,7 @@ import { STRANDED_WORKFLOW_ID, strandedDeliveriesWorkflow } from './workflows/st
 import { settleAll } from './settle-all';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from './workflows/directory';
 
-export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'directory' | 'integrationLogs' | 'ingest'> {
+export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'directory' | 'integrationLogs'> {
   address: string;
   namespace: string;
   taskQueue: string;
@@ -32,10 +22,6 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'insta
   workflowBundle?: WorkflowBundle;
   client: Client;
   stores: Pick<ActivityDependencies, 'log' | 'installations' | 'directory' | 'integrationLogs'>;
-  /** PLATFORM_DELIVERY_SHARDS: where installation events go. */
-  deliveryShards: number;
-  /** The delivery shards' limits (tests make them small; the defaults otherwise). */
-  shardLimits?: ShardLimits;
 }
 
 /** A process's Temporal workers, run and stopped together. */
@@ -73,7 +59,7 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     await options.client.workflow.start(workflow, { workflowId, taskQueue: options.taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
   }
   const connection = await NativeConnection.connect({ address: options.address });
-  const activities = createActivities({ ...options, log: options.stores.log, installations: options.stores.installations, directory: options.stores.directory, integrationLogs: options.stores.integrationLogs, ingest: new IngestService(options.stores.log, options.stores.installations, new ShardClient(options.client, options.taskQueue, options.deliveryShards, options.shardLimits)) });
+  const activities = createActivities({ ...options, ...options.stores });
   const shared = {
     connection,
     namespace: options.namespace,
@@ -141,47 +127,3 @@ async function fillDirectoryReadModel({ client, stores, logger }: Pick<WorkerOpt
     }
   }
 }
-
-/** `node dist/src/worker.js`: the worker alone, configured from the environment (docker-compose). */
-async function main(heed: Heed): Promise<void> {
-  const config = configFromEnv();
-  const logger = createLogger(config.logLevel, 'worker');
-  installTemporalRuntime(logger);
-  const started = heed(logger);
-  const tracing = await started.add('tracing', startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'platform-worker' }), (provider) => provider?.shutdown());
-  const platformPorts = platformPortsOf(config);
-  await assertEgressAllowList(config.egressAllow, platformPorts);
-  const settings = {
-    address: requireSetting(config, 'temporalAddress', 'TEMPORAL_ADDRESS'),
-    namespace: config.temporalNamespace,
-    encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
-    tracing,
-  };
-  const stores = await started.add('the delivery log', await openStores({ url: config.databaseUrl, encryptionKey: settings.encryptionKey, namespace: settings.namespace, temporalUiUrl: config.temporalUiUrl, logger }), (opened) => opened.close());
-  const client = await started.add('the Temporal client', await connectClient(settings), (connected) => connected.connection.close());
-  const { runtime, pool } = createIntegrationRuntime({ client, encryptionKey: settings.encryptionKey, baseUrl: config.baseUrl, apiUrl: config.internalApiUrl, egressGuard: egressGuard(config.egressAllow, platformPorts), platformPorts, maxProcesses: config.isolateMaxProcesses, logger, stores });
-  await started.add('the isolates', pool, (isolates) => isolates.close());
-  const worker = await createWorker({
-    ...settings,
-    taskQueue: config.taskQueue,
-    client,
-    stores,
-    runtime,
-    baseUrl: config.baseUrl,
-    deliveryShards: config.deliveryShards,
-    webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts),
-    retentionDays: config.retentionDays,
-    logger,
-  });
-  const running = worker.run();
-  // The SDK's runtime starts draining the worker on SIGINT/SIGTERM; the stop waits for it, within its deadline.
-  await started.add('the worker', worker, async (polling) => {
-    if (polling.getState() === 'RUNNING') polling.shutdown();
-    await running;
-  });
-  const metrics = await started.add('the metrics endpoint', await serveMetrics(config.workerMetricsPort), (serving) => serving.close());
-  logger.info({ taskQueue: config.taskQueue, metricsPort: metrics.port }, 'worker running');
-  await running;
-}
-
-if (require.main === module) runEntryPoint('worker failed', main);

@@ -12,9 +12,9 @@ import { testDatabaseUrl, testSettings } from './support/settings';
 const EVENTS = 5000;
 const CONCURRENCY = 32;
 
-/** The real entry points (`node dist/src/api/main.js`, `node dist/src/worker.js`), as an operator runs them. */
-function entryPoint(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [path.join(__dirname, '..', 'src', script)], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'ignore'] });
+/** The real entry point in one role (`node dist/src/main.js api|worker`), as an operator runs it. */
+function entryPoint(role: 'api' | 'worker', env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [path.join(__dirname, '..', 'src', 'main.js'), role], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'ignore'] });
 }
 
 /**
@@ -35,10 +35,10 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
   const stats = { requests: 0, unanswered: 0, refused503: 0, workerKills: 0, apiKills: 0 };
 
   async function startApi(): Promise<void> {
-    processes.api = entryPoint('api/main.js', env);
+    processes.api = entryPoint('api', env);
     await waitFor(async () => ((await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) ? true : undefined), 60_000, 'the API', 100);
   }
-  const startWorker = () => (processes.worker = entryPoint('worker.js', env));
+  const startWorker = () => (processes.worker = entryPoint('worker', env));
 
   async function admin(method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> {
     const response = await fetch(`${base}${route}`, { method, headers: { authorization: `Bearer ${env.PLATFORM_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });

@@ -40,8 +40,8 @@ describe('deployment files', function () {
     assert.equal(envOf('temporal').POSTGRES_SEEDS, 'postgresql');
     assert.equal(services.api.build, '.');
     assert.equal(services.worker.build, '.');
-    assert.deepEqual(services.api.command, ['node', 'dist/src/api/main.js']);
-    assert.deepEqual(services.worker.command, ['node', 'dist/src/worker.js']);
+    assert.deepEqual(services.api.command, ['node', 'dist/src/main.js', 'api']);
+    assert.deepEqual(services.worker.command, ['node', 'dist/src/main.js', 'worker']);
     assert.match(read('Dockerfile'), /npm run build/);
     // They exit while Temporal does not answer yet (a first start): restarted until it does, after PostgreSQL is ready.
     for (const name of ['api', 'worker']) {
@@ -74,11 +74,12 @@ describe('deployment files', function () {
   });
 
   it('each entry point gets every variable it requires, and nothing it does not read', function () {
-    const shared = ['src/config.ts', 'src/logger.ts'];
+    // Each role's start, what both roles share of it, the parts they are built from, and the role's own code.
+    const shared = ['src/config.ts', 'src/logger.ts', 'src/platform/external.ts', 'src/platform/parts.ts'];
     const apiFiles = [...shared, ...sources('src/api')];
     const workerFiles = [...shared, 'src/worker.ts', ...sources('src/activities')];
     for (const service of ['api', 'worker']) assert.match(envOf(service).PLATFORM_DATABASE_URL!, new RegExp(`^postgres://.*@postgresql:5432/${envOf('postgresql').POSTGRES_DB}$`), service);
-    for (const [service, files, entry] of [['api', apiFiles, 'src/api/main.ts'], ['worker', workerFiles, 'src/worker.ts']] as const) {
+    for (const [service, files, entry] of [['api', apiFiles, 'src/platform/api-process.ts'], ['worker', workerFiles, 'src/platform/worker-process.ts']] as const) {
       const { all, required } = envRead([...files, entry]);
       assert.ok(required.size >= 2, `${entry} requires ${[...required]}`);
       for (const name of required) assert.ok(name in envOf(service), `${service} lacks ${name}`);

@@ -36,8 +36,8 @@ describe('failing fast and honestly when Temporal is away', function () {
     const apiPort = await freePort();
     base = `http://127.0.0.1:${apiPort}`;
     const env = { PATH: process.env.PATH, TEMPORAL_ADDRESS: server.address, PORT: String(apiPort), PLATFORM_BASE_URL: base, PLATFORM_ADMIN_TOKEN: adminToken, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: await testDatabaseUrl('sqlite', 'away'), PLATFORM_ALLOW_PRIVATE_TARGETS: 'true', PLATFORM_WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'silent' };
-    api = spawn(process.execPath, [path.join(DIST, 'src', 'api', 'main.js')], { env, stdio: 'ignore' });
-    worker = spawn(process.execPath, [path.join(DIST, 'src', 'worker.js')], { env, stdio: 'ignore' });
+    api = spawn(process.execPath, [path.join(DIST, 'src', 'main.js'), 'api'], { env, stdio: 'ignore' });
+    worker = spawn(process.execPath, [path.join(DIST, 'src', 'main.js'), 'worker'], { env, stdio: 'ignore' });
     await Promise.all([healthy(base), receiver.start()]);
     // A fresh worker's first tasks can outlast the API's deadline under the suite's load: a 503 is tried again (409: an earlier try landed).
     await waitFor(async () => ([201, 409].includes((await answer(base, 'POST', '/v1/orgs', adminToken, { id: org, subdomain: org, title: 'Away' })).status) ? true : undefined), 60_000, 'the organization', 500);
@@ -200,7 +200,7 @@ describe('the embedded default leaves no orphan, however it dies', function () {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-worker-starting-'));
-      const worker = spawn(process.execPath, [path.join(DIST, 'src', 'worker.js')], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: `127.0.0.1:${(silent.address() as net.AddressInfo).port}`, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: `sqlite:${path.join(dir, 'log.db')}`, PLATFORM_WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, stdio: 'ignore' });
+      const worker = spawn(process.execPath, [path.join(DIST, 'src', 'main.js'), 'worker'], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: `127.0.0.1:${(silent.address() as net.AddressInfo).port}`, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: `sqlite:${path.join(dir, 'log.db')}`, PLATFORM_WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, stdio: 'ignore' });
       const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
       await waitFor(async () => (existsSync(path.join(dir, 'log.db')) ? true : undefined), 10_000, 'the worker to open its log');
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -37,7 +37,7 @@ describe('GET /openapi.json and the system routes', function () {
         encryptionKey: generateEncryptionKey(),
         stores: platform.stores,
         runtime: createIntegrationRuntime({ client: platform.client, encryptionKey: generateEncryptionKey(), baseUrl: 'http://x', egressGuard: webhookGuard(false, new PlatformPorts()), platformPorts: new PlatformPorts() }).runtime,
-        deliveryShards: 1,
+        ingest: platform.parts.ingest,
         logger: createLogger('silent'),
         codecTrustsLoopback: false,
         codecCorsOrigins: [],

@@ -143,7 +143,7 @@ export default new Proxy(integration, {
     const port = await freePort();
     const temporalPort = process.env.TEST_TEMPORAL_ADDRESS!.split(':').at(-1);
     for (const entry of [`127.0.0.1:${port}`, `localhost:${temporalPort}`]) {
-      const answer = await promisify(execFile)(process.execPath, [path.join(__dirname, '..', 'src', 'api', 'main.js')], {
+      const answer = await promisify(execFile)(process.execPath, [path.join(__dirname, '..', 'src', 'main.js'), 'api'], {
         env: { PATH: process.env.PATH, PORT: String(port), TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS, PLATFORM_ADMIN_TOKEN: 'x'.repeat(32), PLATFORM_ENCRYPTION_KEY: process.env.TEST_ENCRYPTION_KEY, PLATFORM_EGRESS_ALLOW: `10.0.0.1:443,${entry}` },
       }).then(
         () => ({ code: 0, stderr: '' }),

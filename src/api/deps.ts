@@ -7,8 +7,7 @@ import type { DestinationGuard } from '../net/destination-guard';
 import type { DeliveryLog } from '../delivery-log/delivery-log';
 import type { InstallationIndex } from '../installations/read-model';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
-import { IngestService } from '../ingest/ingest-service';
-import { ShardClient, type ShardLimits } from '../ingest/shard-client';
+import type { IngestService } from '../ingest/ingest-service';
 import { DeliveryService } from './delivery-service';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import type { AssetStore } from '../delivery-log/asset-store';
@@ -27,7 +26,7 @@ export interface ApiStores {
   assets: AssetStore;
 }
 
-/** What the API is built from; `src/main.ts`, `src/api/main.ts` and the tests each provide it. */
+/** What the API is built from: the process's parts (src/platform/parts.ts) and the API's own settings. */
 export interface ApiSettings {
   client: Client;
   taskQueue: string;
@@ -40,10 +39,8 @@ export interface ApiSettings {
   stores: ApiStores;
   /** Calls into integration code (isolates). */
   runtime: IntegrationRuntime;
-  /** PLATFORM_DELIVERY_SHARDS */
-  deliveryShards: number;
-  /** The delivery shards' limits (tests make them small; the defaults otherwise). */
-  shardLimits?: ShardLimits;
+  /** The process's ingest (shared with its worker). */
+  ingest: IngestService;
   logger: Logger;
   /** The embedded default trusts loopback callers of the codec endpoint (its own UI); production asks for the token. */
   codecTrustsLoopback: boolean;
@@ -56,7 +53,7 @@ export interface ApiSettings {
 }
 
 /** What routes use: the settings and the services built from them. */
-export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' | 'shardLimits' | 'encryptionKey' | 'httpLimits'> {
+export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'encryptionKey' | 'httpLimits'> {
   codec: EncryptionCodec;
   installationTokens: InstallationTokens;
   installations: InstallationIndex;
@@ -73,8 +70,8 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'deliveryShards' |
 }
 
 /** The one place the API's services are wired together. */
-export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKey, httpLimits: _limits, ...settings }: ApiSettings): ApiDeps {
-  const ingest = new IngestService(stores.log, stores.installations, new ShardClient(settings.client, settings.taskQueue, deliveryShards, shardLimits));
+export function buildApiDeps({ stores, encryptionKey, httpLimits: _limits, ...settings }: ApiSettings): ApiDeps {
+  const { ingest } = settings;
   const pageTokens = new PageTokens(settings.adminToken);
   return {
     ...settings,
@@ -82,7 +79,6 @@ export function buildApiDeps({ stores, deliveryShards, shardLimits, encryptionKe
     installationTokens: new InstallationTokens(encryptionKey),
     installations: stores.installations,
     directory: stores.directory,
-    ingest,
     deliveries: new DeliveryService(stores.log, ingest, pageTokens, settings.logger),
     integrationLogs: stores.integrationLogs,
     assets: stores.assets,

@@ -5,7 +5,7 @@ import { httpAt, waitFor, type HttpAnswer, type HttpOptions, type TestPlatform }
 import { DELIVERY_SHARDS, testSettings } from './settings';
 
 /**
- * Another API process of a test platform's deployment (`node dist/src/api/main.js`, as
+ * Another API process of a test platform's deployment (`node dist/src/main.js api`, as
  * docker-compose runs it): its own process, client and connection to the log; the same
  * namespace, task queue, log, key and administrator.
  */
@@ -19,7 +19,7 @@ export class ApiProcess {
     const { address, encryptionKey } = testSettings();
     const port = await freePort();
     this.url = `http://127.0.0.1:${port}`;
-    this.child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'src', 'api', 'main.js')], {
+    this.child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'src', 'main.js'), 'api'], {
       env: {
         PATH: process.env.PATH,
         TEMPORAL_ADDRESS: address,

@@ -4,16 +4,17 @@ import { EPOCH_MS, shardOf, shardWorkflowId } from '../../src/workflows/shard-co
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { PlatformWorker } from '../../src/worker';
-import { startApi, type RunningApi } from '../../src/api/app';
+import type { RunningApi } from '../../src/api/app';
 import { createLogger, type Logger } from '../../src/logger';
-import { connectClient } from '../../src/temporal/client';
-import { createTestWorker } from './worker';
+import { buildTestParts, startTestWorker } from './worker';
 import { namespaceFor } from './namespaces';
-import { DELIVERY_SHARDS, testDatabaseUrl, testPlatformPorts, testSettings } from './settings';
+import { DELIVERY_SHARDS, testDatabaseUrl, testPlatformPorts } from './settings';
 import { NowhereGuard } from './nowhere-guard';
-import { openStores, type PlatformStores } from '../../src/platform/stores';
+import type { PlatformStores } from '../../src/platform/stores';
+import type { PlatformParts } from '../../src/platform/parts';
+import { startApiRole } from '../../src/platform/roles';
+import { StartedParts } from '../../src/lifecycle';
 import { egressGuard, webhookGuard } from '../../src/net/guards';
-import { createIntegrationRuntime } from '../../src/isolates';
 import type { IsolatePool } from '../../src/isolates/isolate-pool';
 import type { IntegrationRuntime } from '../../src/isolates/integration-runtime';
 import { freePort } from '../../src/temporal/dev-server';
@@ -100,6 +101,9 @@ export class TestPlatform {
   databaseUrl!: string;
   isolates!: IsolatePool;
   runtime!: IntegrationRuntime;
+  /** What the platform's composition root built for this test platform. */
+  parts!: PlatformParts;
+  private readonly started = new StartedParts(testLogger);
 
   constructor(
     testFile: string,
@@ -112,55 +116,47 @@ export class TestPlatform {
   }
 
   async start(): Promise<this> {
-    const { address, encryptionKey } = testSettings();
     const logger = this.options.logger ?? testLogger;
-    this.client = await connectClient({ address, namespace: this.namespace, encryptionKey, tracing: this.options.tracing });
     this.platformPorts = testPlatformPorts();
     this.databaseUrl = this.options.databaseUrl ?? (await testDatabaseUrl(this.options.database ?? 'sqlite', this.namespace));
-    this.stores = await openStores({ url: this.databaseUrl, encryptionKey, namespace: this.namespace });
     const nowhere = this.options.outbound === 'nowhere' ? new NowhereGuard() : undefined;
-    const guard = nowhere ?? webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts);
     // The API's port is chosen first: the isolates' API binding and public endpoints are built from it.
     const port = await freePort();
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const { runtime, pool } = createIntegrationRuntime({ client: this.client, encryptionKey, baseUrl, egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts), platformPorts: this.platformPorts, maxProcesses: this.options.maxIsolates, stores: this.stores });
-    this.isolates = pool;
-    this.runtime = runtime;
-    if (this.options.worker !== false) {
-      this.worker = await createTestWorker({ namespace: this.namespace, taskQueue: this.taskQueue, platformPorts: this.platformPorts, client: this.client, stores: this.stores, runtime, baseUrl, logger, webhookGuard: guard, attemptTimeoutMs: this.options.attemptTimeoutMs, tracing: this.options.tracing, shardLimits: this.options.shardLimits });
-      this.workerRun = this.worker.run();
-    }
-    this.api = await startApi(
+    const parts = await buildTestParts(
       {
-        client: this.client,
+        namespace: this.namespace,
         taskQueue: this.taskQueue,
-        baseUrl,
-        adminToken: this.adminToken,
-        webhookGuard: guard,
-        encryptionKey: encryptionKey,
-        stores: this.stores,
-        runtime,
-        deliveryShards: DELIVERY_SHARDS,
-        shardLimits: this.options.shardLimits,
+        databaseUrl: this.databaseUrl,
+        baseUrl: `http://127.0.0.1:${port}`,
+        platformPorts: this.platformPorts,
         logger,
-        codecTrustsLoopback: true,
-        codecCorsOrigins: [],
-        httpLimits: this.options.httpLimits,
+        webhookGuard: nowhere ?? webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts),
+        egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts),
+        maxIsolates: this.options.maxIsolates,
+        shardLimits: this.options.shardLimits,
+        tracing: this.options.tracing,
       },
-      port,
-      '127.0.0.1',
+      this.started,
     );
+    this.parts = parts;
+    ({ client: this.client, stores: this.stores, isolates: this.isolates, runtime: this.runtime } = parts);
+    if (this.options.worker !== false) ({ worker: this.worker, running: this.workerRun } = await startTestWorker(parts, this.started, this.options.attemptTimeoutMs));
+    this.api = await startApiRole(parts, this.started, {
+      adminToken: this.adminToken,
+      codecTrustsLoopback: true,
+      codecCorsOrigins: [],
+      httpLimits: this.options.httpLimits,
+      port,
+      host: '127.0.0.1',
+    });
     this.platformPorts.add(Number(new URL(this.api.url).port));
     return this;
   }
 
+  /** Stops what start built, last first; a worker that failed fails the stop. */
   async stop(): Promise<void> {
-    await this.api?.close();
-    if (this.worker && this.worker.getState() === 'RUNNING') this.worker.shutdown();
+    await this.started.stopAll();
     await this.workerRun;
-    await this.client?.connection.close();
-    await this.isolates?.close();
-    await this.stores?.close();
   }
 
   http<T = any>(method: string, path: string, options: HttpOptions = {}): Promise<HttpAnswer<T>> {

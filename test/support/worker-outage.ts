@@ -3,19 +3,20 @@ import path from 'node:path';
 import { createLogger } from '../../src/logger';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from '../../src/workflows/directory';
 import { waitFor, type HttpAnswer, type TestPlatform } from './platform';
-import { createTestWorker } from './worker';
+import { StartedParts } from '../../src/lifecycle';
+import { startTestWorker } from './worker';
 
 /**
  * The worker of a test platform started without one, run until stopped: tests that take
  * the engine's worker away bring it back with this.
  */
 export async function runWorkerOf(platform: TestPlatform): Promise<{ stop(): Promise<void> }> {
-  const worker = await createTestWorker({ namespace: platform.namespace, taskQueue: platform.taskQueue, client: platform.client, stores: platform.stores, runtime: platform.runtime, baseUrl: platform.api.url, platformPorts: platform.platformPorts, logger: createLogger('warn') });
-  const running = worker.run();
+  const started = new StartedParts(createLogger('warn'));
+  const { running } = await startTestWorker(platform.parts, started);
   await untilWorkerAnswers(platform);
   return {
     async stop() {
-      worker.shutdown();
+      await started.stopAll();
       await running;
     },
   };

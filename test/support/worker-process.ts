@@ -1,11 +1,8 @@
-import { openStores } from '../../src/platform/stores';
-import { createIntegrationRuntime } from '../../src/isolates';
+import { StartedParts } from '../../src/lifecycle';
 import { createLogger } from '../../src/logger';
-import { egressGuard } from '../../src/net/guards';
-import { connectClient } from '../../src/temporal/client';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
-import { testPlatformPorts, testSettings } from './settings';
-import { createTestWorker } from './worker';
+import { testPlatformPorts } from './settings';
+import { buildTestParts, startTestWorker } from './worker';
 
 /**
  * A worker in a process of its own, so a test can SIGKILL it:
@@ -13,18 +10,14 @@ import { createTestWorker } from './worker';
  */
 async function main(): Promise<void> {
   const [namespace, taskQueue, databaseUrl, baseUrl] = process.argv.slice(2) as [string, string, string, string];
-  const { address, encryptionKey } = testSettings();
   const logger = createLogger('warn');
   installTemporalRuntime(logger);
-  const stores = await openStores({ url: databaseUrl, encryptionKey, namespace });
-  const client = await connectClient({ address, namespace, encryptionKey });
-  const platformPorts = testPlatformPorts();
-  const { runtime } = createIntegrationRuntime({ client, encryptionKey, baseUrl, egressGuard: egressGuard([], platformPorts), platformPorts, stores });
-  const worker = await createTestWorker({ namespace, taskQueue, client, stores, runtime, baseUrl, platformPorts, logger });
-  const running = worker.run();
+  const started = new StartedParts(logger);
+  const parts = await buildTestParts({ namespace, taskQueue, databaseUrl, baseUrl, platformPorts: testPlatformPorts(), logger }, started);
+  const { running } = await startTestWorker(parts, started);
   process.stdout.write('ready\n');
   await running;
-  await stores.close();
+  await parts.stores.close();
   process.exit(0);
 }
 

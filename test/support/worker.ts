@@ -1,53 +1,25 @@
-import type { ShardLimits } from '../../src/ingest/shard-client';
 import { readFileSync } from 'node:fs';
-import type { Client } from '@temporalio/client';
-import type { PlatformStores } from '../../src/platform/stores';
-import type { IntegrationRuntime } from '../../src/isolates/integration-runtime';
-import type { Logger } from '../../src/logger';
-import { webhookGuard } from '../../src/net/guards';
-import type { PlatformPorts } from '../../src/net/platform-ports';
-import type { DestinationGuard } from '../../src/net/destination-guard';
-import { createWorker, type PlatformWorker } from '../../src/worker';
+import { StartedParts } from '../../src/lifecycle';
+import { egressGuard, webhookGuard } from '../../src/net/guards';
+import { buildParts, type PartsSettings, type PlatformParts } from '../../src/platform/parts';
+import { startWorkerRole } from '../../src/platform/roles';
 import { DELIVERY_SHARDS, testSettings } from './settings';
-import type { Tracing } from '../../src/tracing';
 import { tracingBundle } from './tracing-bundle';
 
-export interface TestWorkerOptions {
-  namespace: string;
-  taskQueue: string;
-  client: Client;
-  stores: PlatformStores;
-  runtime: IntegrationRuntime;
-  baseUrl: string;
-  platformPorts: PlatformPorts;
-  logger: Logger;
-  /** Where webhooks may go: private targets allowed unless a guard is given. */
-  webhookGuard?: DestinationGuard;
-  attemptTimeoutMs?: number;
-  /** Workflow and activity spans too, with a bundle that carries the workflow interceptors. */
-  tracing?: Tracing;
-  shardLimits?: ShardLimits;
+export type TestPartsOptions = Pick<PartsSettings, 'namespace' | 'taskQueue' | 'databaseUrl' | 'baseUrl' | 'platformPorts' | 'logger'> & Partial<Pick<PartsSettings, 'webhookGuard' | 'egressGuard' | 'tracing' | 'shardLimits' | 'maxIsolates'>>;
+
+/**
+ * A test process's parts, built by the platform's own composition root against the run's
+ * dev server: webhooks may go to private targets and integration code nowhere, unless
+ * the test gives guards.
+ */
+export function buildTestParts(options: TestPartsOptions, started: StartedParts): Promise<PlatformParts> {
+  const { address, encryptionKey } = testSettings();
+  return buildParts({ address, encryptionKey, deliveryShards: DELIVERY_SHARDS, webhookGuard: webhookGuard(true, options.platformPorts), egressGuard: egressGuard([], options.platformPorts), ...options }, started);
 }
 
-/** The one way tests build a worker: the run's dev server and workflow bundle, the test platform's shards. */
-export async function createTestWorker(options: TestWorkerOptions): Promise<PlatformWorker> {
-  const { address, bundle, encryptionKey } = testSettings();
-  return createWorker({
-    tracing: options.tracing,
-    address,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue,
-    encryptionKey,
-    workflowBundle: { code: options.tracing ? await tracingBundle() : readFileSync(bundle, 'utf8') },
-    client: options.client,
-    stores: options.stores,
-    runtime: options.runtime,
-    baseUrl: options.baseUrl,
-    deliveryShards: DELIVERY_SHARDS,
-    shardLimits: options.shardLimits,
-    webhookGuard: options.webhookGuard ?? webhookGuard(true, options.platformPorts),
-    retentionDays: 30,
-    logger: options.logger,
-    attemptTimeoutMs: options.attemptTimeoutMs,
-  });
+/** The one way tests run a worker: on a test process's parts, with the run's workflow bundle (one with tracing's interceptors when the parts trace). */
+export async function startTestWorker(parts: PlatformParts, started: StartedParts, attemptTimeoutMs?: number) {
+  const code = parts.settings.tracing ? await tracingBundle() : readFileSync(testSettings().bundle, 'utf8');
+  return startWorkerRole(parts, started, { retentionDays: 30, attemptTimeoutMs, workflowBundle: { code } });
 }

@@ -1,0 +1,84 @@
+import type { Client } from '@temporalio/client';
+import { assertEgressAllowList, egressGuard, platformPortsOf, webhookGuard } from '../net/guards';
+import type { PlatformConfig } from '../config';
+import type { DestinationGuard } from '../net/destination-guard';
+import type { PlatformPorts } from '../net/platform-ports';
+import type { Logger } from '../logger';
+import type { Tracing } from '../tracing';
+import type { StartedParts } from '../lifecycle';
+import { connectClient } from '../temporal/client';
+import { IngestService } from '../ingest/ingest-service';
+import { ShardClient, type ShardLimits } from '../ingest/shard-client';
+import { createIntegrationRuntime } from '../isolates';
+import type { IntegrationRuntime } from '../isolates/integration-runtime';
+import type { IsolatePool } from '../isolates/isolate-pool';
+import { openStores, type PlatformStores } from './stores';
+
+/** What a process is built from: where Temporal and the database are, and the limits every part reads. */
+export interface PartsSettings {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  /** PLATFORM_ENCRYPTION_KEY: payloads, secrets at rest, installation tokens. */
+  encryptionKey: string;
+  databaseUrl: string;
+  /** Delivery records link to the shard run in it. */
+  temporalUiUrl?: string;
+  baseUrl: string;
+  /** Where isolates call the platform API (PLATFORM_INTERNAL_API_URL), when not baseUrl. */
+  internalApiUrl?: string;
+  platformPorts: PlatformPorts;
+  /** Where webhook URLs may point. */
+  webhookGuard: DestinationGuard;
+  /** Where integration code may fetch. */
+  egressGuard: DestinationGuard;
+  maxIsolates?: number;
+  deliveryShards: number;
+  /** The delivery shards' limits (tests make them small; the defaults otherwise). */
+  shardLimits?: ShardLimits;
+  tracing?: Tracing;
+  logger: Logger;
+}
+
+/** The parts the API and the worker of one process share: built once, stopped with the process. */
+export interface PlatformParts {
+  settings: PartsSettings;
+  client: Client;
+  stores: PlatformStores;
+  runtime: IntegrationRuntime;
+  isolates: IsolatePool;
+  /** The one ingest of the process: the API's events and replays, the worker's platform events and stranded sweeps. */
+  ingest: IngestService;
+}
+
+/** The guards and ports of a process configured from the environment (tests build their own). */
+export async function guardsOf(config: PlatformConfig): Promise<Pick<PartsSettings, 'platformPorts' | 'webhookGuard' | 'egressGuard'>> {
+  const platformPorts = platformPortsOf(config);
+  await assertEgressAllowList(config.egressAllow, platformPorts);
+  return { platformPorts, webhookGuard: webhookGuard(config.allowPrivateTargets, platformPorts), egressGuard: egressGuard(config.egressAllow, platformPorts) };
+}
+
+/**
+ * Builds the parts every role needs, each added to `started` so that a stop (or a failed
+ * start) closes them, last built first: the isolates, the Temporal client, the stores.
+ */
+export async function buildParts(settings: PartsSettings, started: StartedParts): Promise<PlatformParts> {
+  const { address, namespace, encryptionKey, tracing, logger } = settings;
+  // The database first: its trouble is said before any wait on Temporal.
+  const stores = await started.add('the delivery log', await openStores({ url: settings.databaseUrl, encryptionKey, namespace, temporalUiUrl: settings.temporalUiUrl, logger }), (opened) => opened.close());
+  const client = await started.add('the Temporal client', await connectClient({ address, namespace, encryptionKey, tracing }), (connected) => connected.connection.close());
+  const { runtime, pool } = createIntegrationRuntime({
+    client,
+    encryptionKey,
+    baseUrl: settings.baseUrl,
+    apiUrl: settings.internalApiUrl,
+    egressGuard: settings.egressGuard,
+    platformPorts: settings.platformPorts,
+    maxProcesses: settings.maxIsolates,
+    logger,
+    stores,
+  });
+  const isolates = await started.add('the isolates', pool, (running) => running.close());
+  const ingest = new IngestService(stores.log, stores.installations, new ShardClient(client, settings.taskQueue, settings.deliveryShards, settings.shardLimits));
+  return { settings, client, stores, runtime, isolates, ingest };
+}
