@@ -7,6 +7,7 @@ import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAns
 import { egressRefusal, refusalBody } from './egress';
 import type { CpuGroups } from './cpu-groups';
 import { FairQueue } from './fair-queue';
+import { IsolateError } from './isolate-error';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
@@ -50,16 +51,6 @@ export interface IsolatePoolOptions {
   memoryBudgetBytes?: number;
   /** Where each organization's processes share the CPU fairly (none: as the kernel has it). */
   cpuGroups?: CpuGroups;
-}
-
-/** The isolate could not be started or did not answer; `status` is what the caller should hear. */
-export class IsolateError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
 }
 
 /** A process's ways out, as it is started with them. */
@@ -110,9 +101,6 @@ const ORGANIZATION_SHARE = 1 / 4;
 const ADMISSION_WAIT_MS = 5000;
 
 const platformStopping = () => new IsolateError('the platform is stopping', 503);
-
-/** The pool gave the call no process (no room within the wait, or the pool stopping): nothing ran. */
-export const isNoRoom = (err: unknown): err is IsolateError => err instanceof IsolateError && err.status === 503;
 
 /** A new process waiting for room in the pool, with the calls waiting for it. */
 interface Waiter {

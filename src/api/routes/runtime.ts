@@ -2,7 +2,7 @@ import type { InstallationTarget } from '../../delivery-log/installation-index';
 import { PUBLIC_ENDPOINT_ROUTE, publicEndpoint } from '../../integrations/environment';
 import { WEBHOOK_INTEGRATION } from '../../integrations/webhook';
 import type { OAuthTicketKind } from '../../integrations/oauth-states';
-import { IsolateError } from '../../isolates/isolate-pool';
+import { IsolateError } from '../../isolates/isolate-error';
 import { HOP_BY_HOP } from '../../net/hop-by-hop';
 import type { IsolateAnswer } from '../../isolates/workerd-process';
 import type { ApiDeps } from '../deps';
