@@ -1,13 +1,13 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
-import { cpuSecondsOf, residentBytes } from '../system/procfs';
 import { isolateProcesses, isolateStartsWaiting, isolatesStopped } from '../metrics';
 import { ISOLATE_MAX_PROCESSES } from '../config';
 import { RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
-import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService, type WorkerdProcessOptions } from './workerd-process';
-import { egressRefusal, refusalBody } from './egress';
+import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 import type { CpuGroups } from './cpu-groups';
 import { FairQueue } from './fair-queue';
 import { IsolateError } from './isolate-error';
+import type { Entry } from './pool-entry';
+import { PoolWatchdog, type Ways, type WatchdogOptions } from './pool-watchdog';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
@@ -21,7 +21,7 @@ export interface IsolateKey {
   organization: string;
 }
 
-export interface IsolatePoolOptions {
+export interface IsolatePoolOptions extends WatchdogOptions {
   /** The bundle of an integration version (ES module). */
   loadScript(integration: string, version: number): Promise<string>;
   outbound(request: MiniflareRequest): Promise<MiniflareResponse>;
@@ -30,16 +30,6 @@ export interface IsolatePoolOptions {
   /** Called with each new process, so that guards learn its ports. */
   onStarted?(process: WorkerdProcess): void;
   /**
-   * Resident memory of a process (128 MiB unless set): past it the process takes no new
-   * call and is replaced, and stopped once the calls in it have ended; past
-   * MEMORY_KILL_FACTOR times it, it is killed at once, its calls failing.
-   */
-  memoryLimitBytes?: number;
-  /** A process unused this long after its last call ended is stopped. */
-  idleMs?: number;
-  /** Past this long after its last call ended, a process spending CPU or asking for anything is stopped (BACKGROUND_MS unless set). */
-  backgroundMs?: number;
-  /**
    * Processes at most, starting or warm (ISOLATE_MAX_PROCESSES unless set): a hard bound, so that
    * memory is bounded by it times memoryLimitBytes (MEMORY_KILL_FACTOR times that for the
    * moments a process past it finishes its calls), whatever a burst asks for.
@@ -47,50 +37,9 @@ export interface IsolatePoolOptions {
   maxProcesses?: number;
   /** How long a call waits for room in the pool before it is refused (ADMISSION_WAIT_MS unless set). */
   admissionWaitMs?: number;
-  /** Past this much resident memory in all, the least recently used are stopped. */
-  memoryBudgetBytes?: number;
   /** Where each organization's processes share the CPU fairly (none: as the kernel has it). */
   cpuGroups?: CpuGroups;
 }
-
-/** A process's ways out, as it is started with them. */
-type Ways = Pick<WorkerdProcessOptions, 'outbound' | 'bindings'>;
-
-interface Entry {
-  id: string;
-  organization: string;
-  starting: Promise<WorkerdProcess>;
-  process?: WorkerdProcess;
-  /** When its last call ended: idle from then (the least recently used goes first), and its waitUntil work may run WAIT_UNTIL_MS from then. */
-  lastEnded: number;
-  coldStartMs?: number;
-  /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
-  calls: number;
-  /** Told when its calls have all ended, once it is being replaced (over its memory). */
-  drained?: () => void;
-  /** Its CPU time when last looked at, once past BACKGROUND_MS: what it spends after that is work left behind. */
-  cpu?: { seconds: number; at: number };
-}
-
-/**
- * Past the 30 s its last call's waitUntil work may run on (and a grace), nothing the
- * platform asked for runs in an isolate: what it does then is work left behind that no
- * bound reaches (a synchronous loop stops the SDK's 30 s timer; cloudflare:workers' own
- * waitUntil skips it). A probe's spinners ran until idle eviction, 5 minutes, and slowed
- * other tenants; its fetch a minute after the call went out.
- */
-const BACKGROUND_MS = WAIT_UNTIL_MS + 5000;
-/** More than this share of a core, past BACKGROUND_MS, stops the process (an idle one spends about none). */
-const BACKGROUND_CPU_SHARE = 0.1;
-
-const MiB = 1024 * 1024;
-
-/**
- * A process past its memory bound is killed only past this multiple of it: until then it
- * finishes its calls while a new process takes the next ones (a busy handler's heap grows
- * past the bound with garbage; only a runaway allocation reaches this).
- */
-const MEMORY_KILL_FACTOR = 1.5;
 
 /**
  * One organization's processes at most, as a share of the cap: a tenant whose many
@@ -115,7 +64,8 @@ interface Waiter {
  * (deadline, memory, crash), and stopped when idle or over the memory budget. A process
  * that misbehaves takes down only its own installation's calls. A new process needs room:
  * under the cap and its organization's share, or made by stopping an idle one; failing
- * that, its call waits for one to become idle, then is refused.
+ * that, its call waits for one to become idle, then is refused. The limits beyond a
+ * call's deadline are PoolWatchdog's.
  */
 export class IsolatePool {
   private readonly entries = new Map<string, Entry>();
@@ -132,13 +82,13 @@ export class IsolatePool {
   private readonly exiting = new Set<Entry>();
   /** Processes being stopped: the pool closes once they have exited. */
   private readonly exits = new Set<Promise<void>>();
-  private readonly sweeper: NodeJS.Timeout;
   /** Process starts, one at a time, organizations in turn (see FairQueue). */
   private readonly starts = new FairQueue();
+  private readonly watchdog: PoolWatchdog;
   private closed = false;
 
   constructor(private readonly options: IsolatePoolOptions) {
-    this.sweeper = setInterval(() => void this.evict(), 10_000).unref();
+    this.watchdog = new PoolWatchdog(options, { entries: this.entries, stop: (entry, process, after) => this.stop(entry, process, after) });
   }
 
   /** A call into the key's isolate, bounded by `deadlineMs`. */
@@ -154,7 +104,7 @@ export class IsolatePool {
         // A live process whose call failed (a connection error on a busy machine) is not dead:
         // it keeps serving; only one that was killed or is gone is stopped and replaced.
         if (!process.endReason && process.alive) throw new IsolateError(`the call into the integration failed: ${(err as Error).message}`, 502);
-        const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.memoryLimit * MEMORY_KILL_FACTOR) / MiB} MiB` : 'its isolate stopped';
+        const why = this.watchdog.whyStopped(process, deadlineMs);
         void this.stop(entry, process);
         throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
       }
@@ -170,18 +120,19 @@ export class IsolatePool {
     return this.options.maxProcesses ?? ISOLATE_MAX_PROCESSES;
   }
 
-  private get memoryLimit(): number {
-    return this.options.memoryLimitBytes ?? 128 * MiB;
-  }
-
   /** Warm processes, with their cold start and resident memory, for the bench and operators. */
   warm(): { key: string; pid: number; coldStartMs?: number }[] {
     return [...this.entries].filter(([, entry]) => entry.process?.alive).map(([key, entry]) => ({ key, pid: entry.process!.pid, coldStartMs: entry.coldStartMs }));
   }
 
+  /** The watchdog's sweep, now rather than at its next turn. */
+  evict(): Promise<void> {
+    return this.watchdog.evict();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.sweeper);
+    this.watchdog.close();
     const entries = [...this.entries.values()];
     for (const entry of entries) this.remove(entry);
     // Those being replaced (over their memory) stop now too, not once their calls end.
@@ -212,7 +163,7 @@ export class IsolatePool {
         // Closed while it waited for the process stopped for it to exit.
         if (this.closed) throw platformStopping();
         started = Date.now();
-        return this.start(key, this.heeding(created, key));
+        return this.start(key, this.watchdog.heeding(created, { outbound: this.options.outbound, bindings: this.options.bindings(key) }));
       });
       entry = created;
       this.entries.set(id, created);
@@ -236,8 +187,7 @@ export class IsolatePool {
           { name: 'prelude.js', type: 'ESModule', contents: RUNTIME_PRELUDE_SOURCE },
           { name: 'integration.js', type: 'ESModule', contents: script },
         ],
-        memoryLimitBytes: this.memoryLimit * MEMORY_KILL_FACTOR,
-        recycleAboveBytes: this.memoryLimit,
+        ...this.watchdog.memoryBounds,
         outbound: ways.outbound,
         bindings: ways.bindings,
       }));
@@ -411,81 +361,5 @@ export class IsolatePool {
     this.admitted.add(entry);
     this.countedOf.set(entry.organization, (this.countedOf.get(entry.organization) ?? 0) + 1);
     isolateProcesses.inc();
-  }
-
-  /**
-   * Stops (every 10 s; never one a call is in) those that spend CPU long after their last
-   * call, the idle, then the least recently used while the warm ones hold more than the budget.
-   */
-  async evict(): Promise<void> {
-    const now = Date.now();
-    const idleSince = now - (this.options.idleMs ?? 5 * 60_000);
-    let resident = 0;
-    // Most recently used first: those a call is in, then by the end of their last call.
-    const recency = (entry: Entry) => (entry.calls > 0 ? Infinity : entry.lastEnded);
-    const warm = [...this.entries.values()].filter((entry) => entry.process).sort((a, b) => recency(b) - recency(a));
-    for (const entry of warm) {
-      // Taken out since (to make room, or stopped for work left behind) while an earlier one was being stopped.
-      if (this.entries.get(entry.id) !== entry) continue;
-      const spinning = this.spendsInBackground(entry, now);
-      if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
-      // Over its memory, an idle one goes too (its next call would replace it).
-      const dead = entry.calls === 0 && (!entry.process!.alive || entry.process!.overMemory);
-      // Idle from the end of its last call: one whose call began long ago (a slow cold start, a long call) has not been idle since.
-      if (!spinning && !dead && (entry.calls > 0 || (entry.lastEnded >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
-      if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
-      else if (entry.process!.overMemory && entry.process!.alive) isolatesStopped.inc({ reason: 'memory' });
-      await this.stop(entry, entry.process!);
-    }
-  }
-
-  /** Whether whatever the process does now is work left behind: no call is in it, and the last ended more than BACKGROUND_MS ago. */
-  private leftBehind(entry: Entry, now = Date.now()): boolean {
-    return entry.calls === 0 && entry.lastEnded < now - (this.options.backgroundMs ?? BACKGROUND_MS);
-  }
-
-  /**
-   * A process's ways out (egress, the API binding), refused once its work is left behind:
-   * background work that spends little CPU (a fetch a minute after the call, through
-   * cloudflare:workers' own waitUntil) is not found by its CPU, but is by what it asks for.
-   * The process is stopped at its first such request.
-   */
-  private heeding(entry: Entry, key: IsolateKey): Ways {
-    const message = `integration code's work ${(this.options.backgroundMs ?? BACKGROUND_MS) / 1000} s after its last call ended, past the ${WAIT_UNTIL_MS / 1000} s of its waitUntil work; the isolate is stopped`;
-    const stoppedIfLeftBehind = (): boolean => {
-      if (!this.leftBehind(entry)) return false;
-      if (this.entries.get(entry.id) === entry && entry.process) {
-        isolatesStopped.inc({ reason: 'work_left_behind' });
-        // On the next turn: not from inside the handling of the process's own request.
-        void this.stop(entry, entry.process, new Promise((resolve) => setImmediate(resolve)));
-      }
-      return true;
-    };
-    const { outbound, bindings } = this.options;
-    return {
-      outbound: async (request) => (stoppedIfLeftBehind() ? egressRefusal(message) : outbound(request)),
-      bindings: Object.fromEntries(
-        Object.entries(bindings(key)).map(([name, node]): [string, NodeService] => [
-          name,
-          (req, res) => {
-            if (!stoppedIfLeftBehind()) return node(req, res);
-            res.writeHead(403, { 'content-type': 'application/json' }).end(refusalBody(message));
-          },
-        ]),
-      ),
-    };
-  }
-
-  /** Whether a process with no call for BACKGROUND_MS spent more than BACKGROUND_CPU_SHARE of a core since last looked at. */
-  private spendsInBackground(entry: Entry, now: number): boolean {
-    if (!this.leftBehind(entry, now)) {
-      entry.cpu = undefined;
-      return false;
-    }
-    const seconds = cpuSecondsOf(entry.process!.pid);
-    if (seconds === undefined) return false;
-    const before = entry.cpu;
-    entry.cpu = { seconds, at: now };
-    return before !== undefined && now > before.at && (seconds - before.seconds) / ((now - before.at) / 1000) > BACKGROUND_CPU_SHARE;
   }
 }
