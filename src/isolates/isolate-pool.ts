@@ -1,12 +1,12 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
-import { isolateProcesses, isolateStartsWaiting, isolatesStopped } from '../metrics';
-import { ISOLATE_MAX_PROCESSES } from '../config';
-import { RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
+import { isolatesStopped } from '../metrics';
+import { RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE } from './runtime-host';
 import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 import type { CpuGroups } from './cpu-groups';
 import { FairQueue } from './fair-queue';
 import { IsolateError } from './isolate-error';
 import type { Entry } from './pool-entry';
+import { PoolAdmission, type AdmissionOptions } from './pool-admission';
 import { PoolWatchdog, type Ways, type WatchdogOptions } from './pool-watchdog';
 
 /**
@@ -21,7 +21,7 @@ export interface IsolateKey {
   organization: string;
 }
 
-export interface IsolatePoolOptions extends WatchdogOptions {
+export interface IsolatePoolOptions extends AdmissionOptions, WatchdogOptions {
   /** The bundle of an integration version (ES module). */
   loadScript(integration: string, version: number): Promise<string>;
   outbound(request: MiniflareRequest): Promise<MiniflareResponse>;
@@ -29,65 +29,35 @@ export interface IsolatePoolOptions extends WatchdogOptions {
   bindings(key: IsolateKey): Record<string, NodeService>;
   /** Called with each new process, so that guards learn its ports. */
   onStarted?(process: WorkerdProcess): void;
-  /**
-   * Processes at most, starting or warm (ISOLATE_MAX_PROCESSES unless set): a hard bound, so that
-   * memory is bounded by it times memoryLimitBytes (MEMORY_KILL_FACTOR times that for the
-   * moments a process past it finishes its calls), whatever a burst asks for.
-   */
-  maxProcesses?: number;
-  /** How long a call waits for room in the pool before it is refused (ADMISSION_WAIT_MS unless set). */
-  admissionWaitMs?: number;
   /** Where each organization's processes share the CPU fairly (none: as the kernel has it). */
   cpuGroups?: CpuGroups;
 }
 
-/**
- * One organization's processes at most, as a share of the cap: a tenant whose many
- * installations are called at once (a burst, or a hostile one) leaves room for three others.
- */
-const ORGANIZATION_SHARE = 1 / 4;
-/** How long a call waits for a process to become free before it is refused (503, retried by callers and deliveries). */
-const ADMISSION_WAIT_MS = 5000;
-
 const platformStopping = () => new IsolateError('the platform is stopping', 503);
-
-/** A new process waiting for room in the pool, with the calls waiting for it. */
-interface Waiter {
-  entry: Entry;
-  /** Admitted: it starts once `room` resolves (the process stopped for it has exited). */
-  proceed(room: Promise<void>): void;
-  refuse(err: IsolateError): void;
-}
 
 /**
  * Warm isolates for integration code: started on first call, reused, replaced when killed
  * (deadline, memory, crash), and stopped when idle or over the memory budget. A process
  * that misbehaves takes down only its own installation's calls. A new process needs room:
  * under the cap and its organization's share, or made by stopping an idle one; failing
- * that, its call waits for one to become idle, then is refused. The limits beyond a
- * call's deadline are PoolWatchdog's.
+ * that, its call waits for one to become idle, then is refused (see PoolAdmission). The
+ * limits beyond a call's deadline are PoolWatchdog's.
  */
 export class IsolatePool {
   private readonly entries = new Map<string, Entry>();
-  private readonly waiting: Waiter[] = [];
-  /** Admitted entries (counted against the cap: at most maxProcesses), and how many of them each organization has. */
-  private readonly admitted = new Set<Entry>();
-  private readonly countedOf = new Map<string, number>();
-  /**
-   * Admitted entries whose process is stopped and has not exited: out of the pool for
-   * calls, still counted (the cap bounds what runs, and their organization's share) until
-   * they are gone. One stopped to make room for a given start is not among them: it hands
-   * its room to that start instead, which waits for its exit.
-   */
-  private readonly exiting = new Set<Entry>();
   /** Processes being stopped: the pool closes once they have exited. */
   private readonly exits = new Set<Promise<void>>();
   /** Process starts, one at a time, organizations in turn (see FairQueue). */
   private readonly starts = new FairQueue();
+  private readonly admission: PoolAdmission;
   private readonly watchdog: PoolWatchdog;
   private closed = false;
 
   constructor(private readonly options: IsolatePoolOptions) {
+    this.admission = new PoolAdmission(options, (idle) => {
+      this.entries.delete(idle.id);
+      return this.exited(idle.process!.dispose());
+    });
     this.watchdog = new PoolWatchdog(options, { entries: this.entries, stop: (entry, process, after) => this.stop(entry, process, after) });
   }
 
@@ -112,12 +82,8 @@ export class IsolatePool {
       entry.calls -= 1;
       entry.lastEnded = Date.now();
       if (entry.calls === 0) entry.drained?.();
-      if (entry.calls === 0 && this.admitted.has(entry)) this.admitWaiting();
+      this.admission.callEnded(entry);
     }
-  }
-
-  private get maxProcesses(): number {
-    return this.options.maxProcesses ?? ISOLATE_MAX_PROCESSES;
   }
 
   /** Warm processes, with their cold start and resident memory, for the bench and operators. */
@@ -134,10 +100,13 @@ export class IsolatePool {
     this.closed = true;
     this.watchdog.close();
     const entries = [...this.entries.values()];
-    for (const entry of entries) this.remove(entry);
+    for (const entry of entries) {
+      this.entries.delete(entry.id);
+      this.admission.release(entry);
+    }
     // Those being replaced (over their memory) stop now too, not once their calls end.
-    for (const entry of this.exiting) entry.drained?.();
-    for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(platformStopping());
+    for (const entry of this.admission.exitingEntries()) entry.drained?.();
+    this.admission.refuseWaiting(platformStopping);
     await Promise.all([...entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)), ...this.exits]);
     this.options.cpuGroups?.close();
   }
@@ -159,7 +128,7 @@ export class IsolatePool {
       // Its start waits for its admission, which marks it: `starting` is set before anything reads it.
       const created = { id, organization: key.organization, lastEnded: Date.now(), calls: 0 } as Entry;
       let started = 0;
-      created.starting = this.admit(created).then(() => {
+      created.starting = this.admission.admit(created).then(() => {
         // Closed while it waited for the process stopped for it to exit.
         if (this.closed) throw platformStopping();
         started = Date.now();
@@ -208,27 +177,13 @@ export class IsolatePool {
   private stop(entry: Entry, process: WorkerdProcess, after: Promise<void> = Promise.resolve()): Promise<void> {
     const current = this.entries.get(entry.id) === entry && entry.process === process;
     if (current) this.entries.delete(entry.id);
-    const counted = current && this.admitted.has(entry);
-    if (counted) this.exiting.add(entry);
+    const counted = current && this.admission.stopping(entry);
     return this.exited(
       after.then(() => process.dispose()),
       () => {
-        if (!counted) return;
-        this.exiting.delete(entry);
-        this.release(entry);
-        this.admitWaiting();
+        if (counted) this.admission.exited(entry);
       },
     );
-  }
-
-  /**
-   * Whether a stopped process frees its room in a moment: one that no call holds. One being
-   * replaced over its memory may finish its calls for up to a call's 10 s, longer than a
-   * start waits for room: the start stops an idle process instead.
-   */
-  private exitingSoon(): boolean {
-    for (const entry of this.exiting) if (entry.calls === 0) return true;
-    return false;
   }
 
   /** Once no call is in the entry (it takes no new ones: it is out of the pool's entries). */
@@ -249,117 +204,7 @@ export class IsolatePool {
   /** Takes out an entry whose start failed: its room goes to those waiting. */
   private drop(entry: Entry): void {
     if (this.entries.get(entry.id) !== entry) return;
-    const freesRoom = this.admitted.has(entry);
-    this.remove(entry);
-    // A refused start frees nothing: thousands refused at once must not each rescan the queue.
-    if (freesRoom) this.admitWaiting();
-  }
-
-  private remove(entry: Entry): void {
     this.entries.delete(entry.id);
-    this.release(entry);
-  }
-
-  /** Its room and its organization's share are free. */
-  private release(entry: Entry): void {
-    if (!this.admitted.delete(entry)) return;
-    const left = this.countedOf.get(entry.organization)! - 1;
-    if (left) this.countedOf.set(entry.organization, left);
-    else this.countedOf.delete(entry.organization);
-    isolateProcesses.dec();
-  }
-
-  private unqueue(waiter: Waiter): Waiter {
-    const at = this.waiting.indexOf(waiter);
-    if (at >= 0) {
-      this.waiting.splice(at, 1);
-      isolateStartsWaiting.dec();
-    }
-    return waiter;
-  }
-
-  /** Room for a new process now, or once a process becomes idle within the wait; refused (503) after it. */
-  private admit(entry: Entry): Promise<void> {
-    const room = this.tryAdmit(entry, this.idleByRank());
-    if (room) return room;
-    const waitMs = this.options.admissionWaitMs ?? ADMISSION_WAIT_MS;
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.unqueue(waiter).refuse(new IsolateError(`the platform runs as many integration processes as it may (${this.maxProcesses}, ${this.shareOfOrganization} an organization) and none became free within ${waitMs / 1000} s; try again shortly`, 503));
-      }, waitMs);
-      const end = <T>(settle: (value: T) => void) => (value: T) => {
-        clearTimeout(timer);
-        settle(value);
-      };
-      const waiter: Waiter = { entry, proceed: end(resolve), refuse: end(reject) };
-      this.waiting.push(waiter);
-      isolateStartsWaiting.inc();
-    });
-  }
-
-  /**
-   * Admits those waiting, first come first served, each as soon as there is room for it
-   * (another organization's may come first). One pass reads the entries once, whatever
-   * waits: a burst of many installations must not make each call's end cost its square.
-   */
-  private admitWaiting(): void {
-    if (this.waiting.length === 0) return;
-    const idle = this.idleByRank();
-    /** Organizations at their share with no idle process of their own: none of theirs is admitted in this pass (the idle only shrink). */
-    const full = new Set<string>();
-    for (const waiter of [...this.waiting]) {
-      if (full.has(waiter.entry.organization)) continue;
-      const room = this.tryAdmit(waiter.entry, idle);
-      if (room) this.unqueue(waiter).proceed(room);
-      // At the cap with no idle process left, none of the others can be admitted either.
-      else if (this.admitted.size >= this.maxProcesses && idle.length === 0) break;
-      else full.add(waiter.entry.organization);
-    }
-  }
-
-  private get shareOfOrganization(): number {
-    return Math.max(1, Math.floor(this.maxProcesses * ORGANIZATION_SHARE));
-  }
-
-  /**
-   * The idle processes in the order to stop them: dead ones, then those whose waitUntil
-   * work is over, then those whose work may still run; the least recently used first in each.
-   * A process a call is in or waiting for is never among them.
-   */
-  private idleByRank(): Entry[] {
-    const now = Date.now();
-    const rank = (entry: Entry) => (!entry.process!.alive ? 0 : entry.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
-    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process && !this.exiting.has(entry)).sort((a, b) => rank(a) - rank(b) || a.lastEnded - b.lastEnded);
-  }
-
-  /**
-   * Admits an entry under the cap and its organization's share, stopping the first of
-   * `idle` (taken out of it) if that makes room: the organization's own once it holds its
-   * share. Answers when the entry may start (once the process stopped for it has exited),
-   * or nothing if there is no room.
-   */
-  private tryAdmit(entry: Entry, idle: Entry[]): Promise<void> | undefined {
-    const atShare = (this.countedOf.get(entry.organization) ?? 0) >= this.shareOfOrganization;
-    if (!atShare && this.admitted.size < this.maxProcesses) {
-      this.markAdmitted(entry);
-      return Promise.resolve();
-    }
-    // A process exiting frees its room in a moment: the start waits for it rather than stop another.
-    if (!atShare && this.exitingSoon()) return undefined;
-    const at = atShare ? idle.findIndex((other) => other.organization === entry.organization) : 0;
-    const victim = idle[at];
-    if (!victim) return undefined;
-    idle.splice(at, 1);
-    // Its room is the entry's at once (counted), its process gone before the entry's starts.
-    this.remove(victim);
-    isolatesStopped.inc({ reason: 'make_room' });
-    this.markAdmitted(entry);
-    return this.exited(victim.process!.dispose());
-  }
-
-  private markAdmitted(entry: Entry): void {
-    this.admitted.add(entry);
-    this.countedOf.set(entry.organization, (this.countedOf.get(entry.organization) ?? 0) + 1);
-    isolateProcesses.inc();
+    this.admission.failed(entry);
   }
 }
