@@ -16,7 +16,7 @@ import { attemptDuration, attemptsInterrupted, deliveriesAbsent, deliveriesFinis
 import { publicEndpoint } from '../installations/urls';
 import { WEBHOOK_INTEGRATION } from '../installations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
-import { IsolateError, isNoRoom } from '../isolates/isolate-pool';
+import { IsolateError, isNoRoom } from '../isolates/isolate-error';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { contextOf, injectTraceHeaders, inSpan, linksTo, tracer } from '../tracing';
 

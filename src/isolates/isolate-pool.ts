@@ -1,12 +1,13 @@
 import type { Request as MiniflareRequest, Response as MiniflareResponse } from 'miniflare';
-import { cpuSecondsOf, residentBytes } from '../system/procfs';
-import { isolateProcesses, isolateStartsWaiting, isolatesStopped } from '../metrics';
-import { ISOLATE_MAX_PROCESSES } from '../config';
-import { RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE, WAIT_UNTIL_MS } from './runtime-host';
-import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService, type WorkerdProcessOptions } from './workerd-process';
-import { egressRefusal, refusalBody } from './egress';
+import { isolatesStopped } from '../metrics';
+import { RUNTIME_HOST_SOURCE, RUNTIME_PRELUDE_SOURCE } from './runtime-host';
+import { AnswerTooLargeError, WorkerdProcess, WorkerdStartError, type IsolateAnswer, type NodeService } from './workerd-process';
 import type { CpuGroups } from './cpu-groups';
 import { FairQueue } from './fair-queue';
+import { IsolateError } from './isolate-error';
+import type { Entry } from './pool-entry';
+import { PoolAdmission, type AdmissionOptions } from './pool-admission';
+import { PoolWatchdog, type Ways, type WatchdogOptions } from './pool-watchdog';
 
 /**
  * At most one isolate per integration version and installation, each in a workerd process
@@ -20,7 +21,7 @@ export interface IsolateKey {
   organization: string;
 }
 
-export interface IsolatePoolOptions {
+export interface IsolatePoolOptions extends AdmissionOptions, WatchdogOptions {
   /** The bundle of an integration version (ES module). */
   loadScript(integration: string, version: number): Promise<string>;
   outbound(request: MiniflareRequest): Promise<MiniflareResponse>;
@@ -28,129 +29,36 @@ export interface IsolatePoolOptions {
   bindings(key: IsolateKey): Record<string, NodeService>;
   /** Called with each new process, so that guards learn its ports. */
   onStarted?(process: WorkerdProcess): void;
-  /**
-   * Resident memory of a process (128 MiB unless set): past it the process takes no new
-   * call and is replaced, and stopped once the calls in it have ended; past
-   * MEMORY_KILL_FACTOR times it, it is killed at once, its calls failing.
-   */
-  memoryLimitBytes?: number;
-  /** A process unused this long after its last call ended is stopped. */
-  idleMs?: number;
-  /** Past this long after its last call ended, a process spending CPU or asking for anything is stopped (BACKGROUND_MS unless set). */
-  backgroundMs?: number;
-  /**
-   * Processes at most, starting or warm (ISOLATE_MAX_PROCESSES unless set): a hard bound, so that
-   * memory is bounded by it times memoryLimitBytes (MEMORY_KILL_FACTOR times that for the
-   * moments a process past it finishes its calls), whatever a burst asks for.
-   */
-  maxProcesses?: number;
-  /** How long a call waits for room in the pool before it is refused (ADMISSION_WAIT_MS unless set). */
-  admissionWaitMs?: number;
-  /** Past this much resident memory in all, the least recently used are stopped. */
-  memoryBudgetBytes?: number;
   /** Where each organization's processes share the CPU fairly (none: as the kernel has it). */
   cpuGroups?: CpuGroups;
 }
 
-/** The isolate could not be started or did not answer; `status` is what the caller should hear. */
-export class IsolateError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
-}
-
-/** A process's ways out, as it is started with them. */
-type Ways = Pick<WorkerdProcessOptions, 'outbound' | 'bindings'>;
-
-interface Entry {
-  id: string;
-  organization: string;
-  starting: Promise<WorkerdProcess>;
-  process?: WorkerdProcess;
-  /** When its last call ended: idle from then (the least recently used goes first), and its waitUntil work may run WAIT_UNTIL_MS from then. */
-  lastEnded: number;
-  coldStartMs?: number;
-  /** Calls waiting for it or in it: it is not stopped under them to make room for others. */
-  calls: number;
-  /** Told when its calls have all ended, once it is being replaced (over its memory). */
-  drained?: () => void;
-  /** Its CPU time when last looked at, once past BACKGROUND_MS: what it spends after that is work left behind. */
-  cpu?: { seconds: number; at: number };
-}
-
-/**
- * Past the 30 s its last call's waitUntil work may run on (and a grace), nothing the
- * platform asked for runs in an isolate: what it does then is work left behind that no
- * bound reaches (a synchronous loop stops the SDK's 30 s timer; cloudflare:workers' own
- * waitUntil skips it). A probe's spinners ran until idle eviction, 5 minutes, and slowed
- * other tenants; its fetch a minute after the call went out.
- */
-const BACKGROUND_MS = WAIT_UNTIL_MS + 5000;
-/** More than this share of a core, past BACKGROUND_MS, stops the process (an idle one spends about none). */
-const BACKGROUND_CPU_SHARE = 0.1;
-
-const MiB = 1024 * 1024;
-
-/**
- * A process past its memory bound is killed only past this multiple of it: until then it
- * finishes its calls while a new process takes the next ones (a busy handler's heap grows
- * past the bound with garbage; only a runaway allocation reaches this).
- */
-const MEMORY_KILL_FACTOR = 1.5;
-
-/**
- * One organization's processes at most, as a share of the cap: a tenant whose many
- * installations are called at once (a burst, or a hostile one) leaves room for three others.
- */
-const ORGANIZATION_SHARE = 1 / 4;
-/** How long a call waits for a process to become free before it is refused (503, retried by callers and deliveries). */
-const ADMISSION_WAIT_MS = 5000;
-
 const platformStopping = () => new IsolateError('the platform is stopping', 503);
-
-/** The pool gave the call no process (no room within the wait, or the pool stopping): nothing ran. */
-export const isNoRoom = (err: unknown): err is IsolateError => err instanceof IsolateError && err.status === 503;
-
-/** A new process waiting for room in the pool, with the calls waiting for it. */
-interface Waiter {
-  entry: Entry;
-  /** Admitted: it starts once `room` resolves (the process stopped for it has exited). */
-  proceed(room: Promise<void>): void;
-  refuse(err: IsolateError): void;
-}
 
 /**
  * Warm isolates for integration code: started on first call, reused, replaced when killed
  * (deadline, memory, crash), and stopped when idle or over the memory budget. A process
  * that misbehaves takes down only its own installation's calls. A new process needs room:
  * under the cap and its organization's share, or made by stopping an idle one; failing
- * that, its call waits for one to become idle, then is refused.
+ * that, its call waits for one to become idle, then is refused (see PoolAdmission). The
+ * limits beyond a call's deadline are PoolWatchdog's.
  */
 export class IsolatePool {
   private readonly entries = new Map<string, Entry>();
-  private readonly waiting: Waiter[] = [];
-  /** Admitted entries (counted against the cap: at most maxProcesses), and how many of them each organization has. */
-  private readonly admitted = new Set<Entry>();
-  private readonly countedOf = new Map<string, number>();
-  /**
-   * Admitted entries whose process is stopped and has not exited: out of the pool for
-   * calls, still counted (the cap bounds what runs, and their organization's share) until
-   * they are gone. One stopped to make room for a given start is not among them: it hands
-   * its room to that start instead, which waits for its exit.
-   */
-  private readonly exiting = new Set<Entry>();
   /** Processes being stopped: the pool closes once they have exited. */
   private readonly exits = new Set<Promise<void>>();
-  private readonly sweeper: NodeJS.Timeout;
   /** Process starts, one at a time, organizations in turn (see FairQueue). */
   private readonly starts = new FairQueue();
+  private readonly admission: PoolAdmission;
+  private readonly watchdog: PoolWatchdog;
   private closed = false;
 
   constructor(private readonly options: IsolatePoolOptions) {
-    this.sweeper = setInterval(() => void this.evict(), 10_000).unref();
+    this.admission = new PoolAdmission(options, (idle) => {
+      this.entries.delete(idle.id);
+      return this.exited(idle.process!.dispose());
+    });
+    this.watchdog = new PoolWatchdog(options, { entries: this.entries, stop: (entry, process, after) => this.stop(entry, process, after) });
   }
 
   /** A call into the key's isolate, bounded by `deadlineMs`. */
@@ -166,7 +74,7 @@ export class IsolatePool {
         // A live process whose call failed (a connection error on a busy machine) is not dead:
         // it keeps serving; only one that was killed or is gone is stopped and replaced.
         if (!process.endReason && process.alive) throw new IsolateError(`the call into the integration failed: ${(err as Error).message}`, 502);
-        const why = process.endReason === 'deadline' ? `it did not answer within ${deadlineMs / 1000} s` : process.endReason === 'memory' ? `it used more than ${(this.memoryLimit * MEMORY_KILL_FACTOR) / MiB} MiB` : 'its isolate stopped';
+        const why = this.watchdog.whyStopped(process, deadlineMs);
         void this.stop(entry, process);
         throw new IsolateError(`the integration was stopped: ${why}`, process.endReason === 'deadline' ? 504 : 502);
       }
@@ -174,16 +82,8 @@ export class IsolatePool {
       entry.calls -= 1;
       entry.lastEnded = Date.now();
       if (entry.calls === 0) entry.drained?.();
-      if (entry.calls === 0 && this.admitted.has(entry)) this.admitWaiting();
+      this.admission.callEnded(entry);
     }
-  }
-
-  private get maxProcesses(): number {
-    return this.options.maxProcesses ?? ISOLATE_MAX_PROCESSES;
-  }
-
-  private get memoryLimit(): number {
-    return this.options.memoryLimitBytes ?? 128 * MiB;
   }
 
   /** Warm processes, with their cold start and resident memory, for the bench and operators. */
@@ -191,14 +91,22 @@ export class IsolatePool {
     return [...this.entries].filter(([, entry]) => entry.process?.alive).map(([key, entry]) => ({ key, pid: entry.process!.pid, coldStartMs: entry.coldStartMs }));
   }
 
+  /** The watchdog's sweep, now rather than at its next turn. */
+  evict(): Promise<void> {
+    return this.watchdog.evict();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.sweeper);
+    this.watchdog.close();
     const entries = [...this.entries.values()];
-    for (const entry of entries) this.remove(entry);
+    for (const entry of entries) {
+      this.entries.delete(entry.id);
+      this.admission.release(entry);
+    }
     // Those being replaced (over their memory) stop now too, not once their calls end.
-    for (const entry of this.exiting) entry.drained?.();
-    for (const waiter of [...this.waiting]) this.unqueue(waiter).refuse(platformStopping());
+    for (const entry of this.admission.exitingEntries()) entry.drained?.();
+    this.admission.refuseWaiting(platformStopping);
     await Promise.all([...entries.map((entry) => entry.starting.then((process) => process.dispose(), () => undefined)), ...this.exits]);
     this.options.cpuGroups?.close();
   }
@@ -220,11 +128,11 @@ export class IsolatePool {
       // Its start waits for its admission, which marks it: `starting` is set before anything reads it.
       const created = { id, organization: key.organization, lastEnded: Date.now(), calls: 0 } as Entry;
       let started = 0;
-      created.starting = this.admit(created).then(() => {
+      created.starting = this.admission.admit(created).then(() => {
         // Closed while it waited for the process stopped for it to exit.
         if (this.closed) throw platformStopping();
         started = Date.now();
-        return this.start(key, this.heeding(created, key));
+        return this.start(key, this.watchdog.heeding(created, { outbound: this.options.outbound, bindings: this.options.bindings(key) }));
       });
       entry = created;
       this.entries.set(id, created);
@@ -248,8 +156,7 @@ export class IsolatePool {
           { name: 'prelude.js', type: 'ESModule', contents: RUNTIME_PRELUDE_SOURCE },
           { name: 'integration.js', type: 'ESModule', contents: script },
         ],
-        memoryLimitBytes: this.memoryLimit * MEMORY_KILL_FACTOR,
-        recycleAboveBytes: this.memoryLimit,
+        ...this.watchdog.memoryBounds,
         outbound: ways.outbound,
         bindings: ways.bindings,
       }));
@@ -270,27 +177,13 @@ export class IsolatePool {
   private stop(entry: Entry, process: WorkerdProcess, after: Promise<void> = Promise.resolve()): Promise<void> {
     const current = this.entries.get(entry.id) === entry && entry.process === process;
     if (current) this.entries.delete(entry.id);
-    const counted = current && this.admitted.has(entry);
-    if (counted) this.exiting.add(entry);
+    const counted = current && this.admission.stopping(entry);
     return this.exited(
       after.then(() => process.dispose()),
       () => {
-        if (!counted) return;
-        this.exiting.delete(entry);
-        this.release(entry);
-        this.admitWaiting();
+        if (counted) this.admission.exited(entry);
       },
     );
-  }
-
-  /**
-   * Whether a stopped process frees its room in a moment: one that no call holds. One being
-   * replaced over its memory may finish its calls for up to a call's 10 s, longer than a
-   * start waits for room: the start stops an idle process instead.
-   */
-  private exitingSoon(): boolean {
-    for (const entry of this.exiting) if (entry.calls === 0) return true;
-    return false;
   }
 
   /** Once no call is in the entry (it takes no new ones: it is out of the pool's entries). */
@@ -311,193 +204,7 @@ export class IsolatePool {
   /** Takes out an entry whose start failed: its room goes to those waiting. */
   private drop(entry: Entry): void {
     if (this.entries.get(entry.id) !== entry) return;
-    const freesRoom = this.admitted.has(entry);
-    this.remove(entry);
-    // A refused start frees nothing: thousands refused at once must not each rescan the queue.
-    if (freesRoom) this.admitWaiting();
-  }
-
-  private remove(entry: Entry): void {
     this.entries.delete(entry.id);
-    this.release(entry);
-  }
-
-  /** Its room and its organization's share are free. */
-  private release(entry: Entry): void {
-    if (!this.admitted.delete(entry)) return;
-    const left = this.countedOf.get(entry.organization)! - 1;
-    if (left) this.countedOf.set(entry.organization, left);
-    else this.countedOf.delete(entry.organization);
-    isolateProcesses.dec();
-  }
-
-  private unqueue(waiter: Waiter): Waiter {
-    const at = this.waiting.indexOf(waiter);
-    if (at >= 0) {
-      this.waiting.splice(at, 1);
-      isolateStartsWaiting.dec();
-    }
-    return waiter;
-  }
-
-  /** Room for a new process now, or once a process becomes idle within the wait; refused (503) after it. */
-  private admit(entry: Entry): Promise<void> {
-    const room = this.tryAdmit(entry, this.idleByRank());
-    if (room) return room;
-    const waitMs = this.options.admissionWaitMs ?? ADMISSION_WAIT_MS;
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.unqueue(waiter).refuse(new IsolateError(`the platform runs as many integration processes as it may (${this.maxProcesses}, ${this.shareOfOrganization} an organization) and none became free within ${waitMs / 1000} s; try again shortly`, 503));
-      }, waitMs);
-      const end = <T>(settle: (value: T) => void) => (value: T) => {
-        clearTimeout(timer);
-        settle(value);
-      };
-      const waiter: Waiter = { entry, proceed: end(resolve), refuse: end(reject) };
-      this.waiting.push(waiter);
-      isolateStartsWaiting.inc();
-    });
-  }
-
-  /**
-   * Admits those waiting, first come first served, each as soon as there is room for it
-   * (another organization's may come first). One pass reads the entries once, whatever
-   * waits: a burst of many installations must not make each call's end cost its square.
-   */
-  private admitWaiting(): void {
-    if (this.waiting.length === 0) return;
-    const idle = this.idleByRank();
-    /** Organizations at their share with no idle process of their own: none of theirs is admitted in this pass (the idle only shrink). */
-    const full = new Set<string>();
-    for (const waiter of [...this.waiting]) {
-      if (full.has(waiter.entry.organization)) continue;
-      const room = this.tryAdmit(waiter.entry, idle);
-      if (room) this.unqueue(waiter).proceed(room);
-      // At the cap with no idle process left, none of the others can be admitted either.
-      else if (this.admitted.size >= this.maxProcesses && idle.length === 0) break;
-      else full.add(waiter.entry.organization);
-    }
-  }
-
-  private get shareOfOrganization(): number {
-    return Math.max(1, Math.floor(this.maxProcesses * ORGANIZATION_SHARE));
-  }
-
-  /**
-   * The idle processes in the order to stop them: dead ones, then those whose waitUntil
-   * work is over, then those whose work may still run; the least recently used first in each.
-   * A process a call is in or waiting for is never among them.
-   */
-  private idleByRank(): Entry[] {
-    const now = Date.now();
-    const rank = (entry: Entry) => (!entry.process!.alive ? 0 : entry.lastEnded < now - WAIT_UNTIL_MS ? 1 : 2);
-    return [...this.admitted].filter((entry) => entry.calls === 0 && entry.process && !this.exiting.has(entry)).sort((a, b) => rank(a) - rank(b) || a.lastEnded - b.lastEnded);
-  }
-
-  /**
-   * Admits an entry under the cap and its organization's share, stopping the first of
-   * `idle` (taken out of it) if that makes room: the organization's own once it holds its
-   * share. Answers when the entry may start (once the process stopped for it has exited),
-   * or nothing if there is no room.
-   */
-  private tryAdmit(entry: Entry, idle: Entry[]): Promise<void> | undefined {
-    const atShare = (this.countedOf.get(entry.organization) ?? 0) >= this.shareOfOrganization;
-    if (!atShare && this.admitted.size < this.maxProcesses) {
-      this.markAdmitted(entry);
-      return Promise.resolve();
-    }
-    // A process exiting frees its room in a moment: the start waits for it rather than stop another.
-    if (!atShare && this.exitingSoon()) return undefined;
-    const at = atShare ? idle.findIndex((other) => other.organization === entry.organization) : 0;
-    const victim = idle[at];
-    if (!victim) return undefined;
-    idle.splice(at, 1);
-    // Its room is the entry's at once (counted), its process gone before the entry's starts.
-    this.remove(victim);
-    isolatesStopped.inc({ reason: 'make_room' });
-    this.markAdmitted(entry);
-    return this.exited(victim.process!.dispose());
-  }
-
-  private markAdmitted(entry: Entry): void {
-    this.admitted.add(entry);
-    this.countedOf.set(entry.organization, (this.countedOf.get(entry.organization) ?? 0) + 1);
-    isolateProcesses.inc();
-  }
-
-  /**
-   * Stops (every 10 s; never one a call is in) those that spend CPU long after their last
-   * call, the idle, then the least recently used while the warm ones hold more than the budget.
-   */
-  async evict(): Promise<void> {
-    const now = Date.now();
-    const idleSince = now - (this.options.idleMs ?? 5 * 60_000);
-    let resident = 0;
-    // Most recently used first: those a call is in, then by the end of their last call.
-    const recency = (entry: Entry) => (entry.calls > 0 ? Infinity : entry.lastEnded);
-    const warm = [...this.entries.values()].filter((entry) => entry.process).sort((a, b) => recency(b) - recency(a));
-    for (const entry of warm) {
-      // Taken out since (to make room, or stopped for work left behind) while an earlier one was being stopped.
-      if (this.entries.get(entry.id) !== entry) continue;
-      const spinning = this.spendsInBackground(entry, now);
-      if (!spinning) resident += residentBytes(entry.process!.pid) ?? 0;
-      // Over its memory, an idle one goes too (its next call would replace it).
-      const dead = entry.calls === 0 && (!entry.process!.alive || entry.process!.overMemory);
-      // Idle from the end of its last call: one whose call began long ago (a slow cold start, a long call) has not been idle since.
-      if (!spinning && !dead && (entry.calls > 0 || (entry.lastEnded >= idleSince && resident <= (this.options.memoryBudgetBytes ?? 1024 * MiB)))) continue;
-      if (spinning) isolatesStopped.inc({ reason: 'background_cpu' });
-      else if (entry.process!.overMemory && entry.process!.alive) isolatesStopped.inc({ reason: 'memory' });
-      await this.stop(entry, entry.process!);
-    }
-  }
-
-  /** Whether whatever the process does now is work left behind: no call is in it, and the last ended more than BACKGROUND_MS ago. */
-  private leftBehind(entry: Entry, now = Date.now()): boolean {
-    return entry.calls === 0 && entry.lastEnded < now - (this.options.backgroundMs ?? BACKGROUND_MS);
-  }
-
-  /**
-   * A process's ways out (egress, the API binding), refused once its work is left behind:
-   * background work that spends little CPU (a fetch a minute after the call, through
-   * cloudflare:workers' own waitUntil) is not found by its CPU, but is by what it asks for.
-   * The process is stopped at its first such request.
-   */
-  private heeding(entry: Entry, key: IsolateKey): Ways {
-    const message = `integration code's work ${(this.options.backgroundMs ?? BACKGROUND_MS) / 1000} s after its last call ended, past the ${WAIT_UNTIL_MS / 1000} s of its waitUntil work; the isolate is stopped`;
-    const stoppedIfLeftBehind = (): boolean => {
-      if (!this.leftBehind(entry)) return false;
-      if (this.entries.get(entry.id) === entry && entry.process) {
-        isolatesStopped.inc({ reason: 'work_left_behind' });
-        // On the next turn: not from inside the handling of the process's own request.
-        void this.stop(entry, entry.process, new Promise((resolve) => setImmediate(resolve)));
-      }
-      return true;
-    };
-    const { outbound, bindings } = this.options;
-    return {
-      outbound: async (request) => (stoppedIfLeftBehind() ? egressRefusal(message) : outbound(request)),
-      bindings: Object.fromEntries(
-        Object.entries(bindings(key)).map(([name, node]): [string, NodeService] => [
-          name,
-          (req, res) => {
-            if (!stoppedIfLeftBehind()) return node(req, res);
-            res.writeHead(403, { 'content-type': 'application/json' }).end(refusalBody(message));
-          },
-        ]),
-      ),
-    };
-  }
-
-  /** Whether a process with no call for BACKGROUND_MS spent more than BACKGROUND_CPU_SHARE of a core since last looked at. */
-  private spendsInBackground(entry: Entry, now: number): boolean {
-    if (!this.leftBehind(entry, now)) {
-      entry.cpu = undefined;
-      return false;
-    }
-    const seconds = cpuSecondsOf(entry.process!.pid);
-    if (seconds === undefined) return false;
-    const before = entry.cpu;
-    entry.cpu = { seconds, at: now };
-    return before !== undefined && now > before.at && (seconds - before.seconds) / ((now - before.at) / 1000) > BACKGROUND_CPU_SHARE;
+    this.admission.failed(entry);
   }
 }

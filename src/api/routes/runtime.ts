@@ -2,7 +2,7 @@ import type { InstallationTarget } from '../../installations/types';
 import { PUBLIC_ENDPOINT_ROUTE, publicEndpoint } from '../../installations/urls';
 import { WEBHOOK_INTEGRATION } from '../../installations/webhook';
 import type { OAuthTicketKind } from '../../delivery-log/oauth-states';
-import { IsolateError } from '../../isolates/isolate-pool';
+import { IsolateError } from '../../isolates/isolate-error';
 import { HOP_BY_HOP } from '../../net/hop-by-hop';
 import type { IsolateAnswer } from '../../isolates/workerd-process';
 import type { ApiDeps } from '../deps';
