@@ -14,7 +14,7 @@ RUN npm run build && npm prune --omit=dev
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 # package.json's config.nodeFlags (npm start's): a young generation of 64 MiB semi-spaces
-# took 5-21% less of the platform's CPU at full load than Node's 16 MiB (ad hoc, docs/decisions.md).
+# took 5-21% less of the platform's CPU at full load than Node's 16 MiB (ad hoc, docs/decisions/performance.md).
 ENV NODE_OPTIONS=--max-semi-space-size=64
 WORKDIR /app
 COPY --from=build /app/package.json ./

@@ -95,7 +95,7 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0003-lists-by-status-and-stranded-sweep': {
-    // Created only if missing: on a large PostgreSQL log, build them first with CREATE INDEX CONCURRENTLY (docs/decisions.md).
+    // Created only if missing: on a large PostgreSQL log, build them first with CREATE INDEX CONCURRENTLY (docs/decisions/delivery-log.md).
     async up(db: Kysely<any>) {
       // An organization's deliveries of one status (failed ones, say) without reading its whole history.
       await db.schema.createIndex('deliveries_organization_status').ifNotExists().on('deliveries').columns(['organization_id', 'status', 'created_at', 'id']).execute();
@@ -211,7 +211,7 @@ const migrations: Record<string, Migration> = {
 };
 
 /**
- * Until the fan-out fix of 2026-11-22 (docs/decisions.md, Tenancy), an event could be recorded for
+ * Until the fan-out fix of 2026-11-22 (docs/decisions/tenancy.md), an event could be recorded for
  * installations of other organizations that shared its ingest flush, under their
  * organization: they could list, read and replay it, and a repeat of the event sent it to
  * them again. Those deliveries (and their replays) leave the log, with their attempts and

@@ -1,5 +1,5 @@
 /**
- * Which scope an integration needs to receive each event (docs/decisions.md); null: never
+ * Which scope an integration needs to receive each event (docs/decisions/runtime.md); null: never
  * gated. SPEC.md: "Depending on the event an integration handles, the matching scope
  * permission may be required."
  */
