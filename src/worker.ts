@@ -11,7 +11,7 @@ import { STRANDED_WORKFLOW_ID, strandedDeliveriesWorkflow } from './workflows/st
 import { settleAll } from './settle-all';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from './workflows/directory';
 
-export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'installations' | 'directory' | 'integrationLogs'> {
+export interface WorkerOptions extends Omit<ActivityDependencies, 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs'> {
   address: string;
   namespace: string;
   taskQueue: string;
@@ -21,7 +21,7 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'log' | 'insta
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundle;
   client: Client;
-  stores: Pick<ActivityDependencies, 'log' | 'installations' | 'directory' | 'integrationLogs'>;
+  stores: Pick<ActivityDependencies, 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs'>;
 }
 
 /** A process's Temporal workers, run and stopped together. */

@@ -43,7 +43,7 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
     worker.kill(signal);
     await new Promise((resolve) => worker.once('exit', resolve));
     // Nothing writes to the log now: what is left in flight is what the stop cut off.
-    const inFlightAtStop = (await platform.stores.log.db.selectFrom('attempts_in_flight').select('delivery_id').where('delivery_id', 'in', ids).execute()).length;
+    const inFlightAtStop = (await platform.stores.db.selectFrom('attempts_in_flight').select('delivery_id').where('delivery_id', 'in', ids).execute()).length;
     worker = await startWorkerProcess(platform);
     const deliveries = await Promise.all(ids.map((id) => platform.finalDelivery(id, tenant.token, 120_000)));
     return { deliveries, inFlightAtStop };

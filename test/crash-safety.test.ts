@@ -112,7 +112,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
       while (next < EVENTS) await send(next++);
     }), chaos]);
     await waitFor(async () => {
-      const pending = await stores.log.db.selectFrom('deliveries').select(({ fn }) => fn.countAll<number>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+      const pending = await stores.db.selectFrom('deliveries').select(({ fn }) => fn.countAll<number>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
       return Number(pending.n) === 0 ? true : undefined;
     }, 180_000, 'every delivery to finish', 500);
   });
@@ -128,7 +128,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
     assert.equal(accepted.size, EVENTS);
     const ids = [...accepted.values()].flat();
     assert.equal(ids.length, EVENTS, 'one delivery per event');
-    const rows = await stores.log.db.selectFrom('deliveries').select(['id', 'event_id', 'status', 'attempts']).execute();
+    const rows = await stores.db.selectFrom('deliveries').select(['id', 'event_id', 'status', 'attempts']).execute();
     const byId = new Map(rows.map((row) => [row.id, row]));
     const statuses: Record<string, number> = {};
     for (const id of ids) {
@@ -139,7 +139,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
     // A failed delivery spent its four attempts on the receiver's answers; those the kills
     // interrupted (their answers never seen) are beside them, and spend none.
     const failed = ids.filter((id) => byId.get(id)!.status === 'failed');
-    const answered = failed.length ? await stores.log.db.selectFrom('attempts').select(['delivery_id', 'error']).where('delivery_id', 'in', failed).execute() : [];
+    const answered = failed.length ? await stores.db.selectFrom('attempts').select(['delivery_id', 'error']).where('delivery_id', 'in', failed).execute() : [];
     for (const id of failed) assert.equal(answered.filter((attempt) => attempt.delivery_id === id && attempt.error !== 'interrupted').length, 4, `${id} failed after other than 4 answered attempts`);
     assert.equal((statuses.delivered ?? 0) + (statuses.failed ?? 0), EVENTS, JSON.stringify(statuses));
 

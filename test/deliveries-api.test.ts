@@ -164,16 +164,16 @@ describe('listing and replaying deliveries', function () {
     // Final (skipped) unless pending: a pending one stays, however old.
     const recorded = (eventId: string, pending = false): NewEvent => ({ eventId, organizationId: org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:ins_r`, eventId, installationId: 'ins_r', organizationId: org, eventType: 'space_content_updated', body: '{}', url: 'https://example.com/hook', ...(!pending && { skipReason: 'installation_paused' }) }] });
     // Older than the worker's 30 days; more than one purge step would take with a limit of 1.
-    await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`), recorded(`evt_${org}_old_2`), recorded(`evt_${org}_old_pending`, true)], Date.now() - 31 * 86_400_000);
-    await platform.stores.log.recordEvents([recorded(`evt_${org}_recent`)], Date.now() - 29 * 86_400_000);
+    await platform.stores.events.recordEvents([recorded(`evt_${org}_old_1`), recorded(`evt_${org}_old_2`), recorded(`evt_${org}_old_pending`, true)], Date.now() - 31 * 86_400_000);
+    await platform.stores.events.recordEvents([recorded(`evt_${org}_recent`)], Date.now() - 29 * 86_400_000);
     const handle = await platform.client.workflow.start(retentionWorkflow, { workflowId: `retention-test-${org}`, taskQueue: platform.taskQueue });
     try {
       // Event records go a step after their last delivery: wait for those too.
-      const eventLeft = async (eventId: string) => (await platform.stores.log.db.selectFrom('events').select('event_id').where('event_id', '=', eventId).executeTakeFirst()) !== undefined;
-      await waitFor(async () => ((await platform.stores.log.get(`evt_${org}_old_2:ins_r`)) === undefined && !(await eventLeft(`evt_${org}_old_1`)) && !(await eventLeft(`evt_${org}_old_2`)) ? true : undefined), 20_000, 'the purge');
-      assert.ok(await platform.stores.log.get(`evt_${org}_recent:ins_r`));
-      assert.equal((await platform.stores.log.get(`evt_${org}_old_pending:ins_r`))?.status, 'pending');
-      assert.equal((await platform.stores.log.recordEvents([recorded(`evt_${org}_old_1`)])).get(`evt_${org}_old_1`)!.fresh, true, 'its dedupe record went too');
+      const eventLeft = async (eventId: string) => (await platform.stores.db.selectFrom('events').select('event_id').where('event_id', '=', eventId).executeTakeFirst()) !== undefined;
+      await waitFor(async () => ((await platform.stores.deliveries.get(`evt_${org}_old_2:ins_r`)) === undefined && !(await eventLeft(`evt_${org}_old_1`)) && !(await eventLeft(`evt_${org}_old_2`)) ? true : undefined), 20_000, 'the purge');
+      assert.ok(await platform.stores.deliveries.get(`evt_${org}_recent:ins_r`));
+      assert.equal((await platform.stores.deliveries.get(`evt_${org}_old_pending:ins_r`))?.status, 'pending');
+      assert.equal((await platform.stores.events.recordEvents([recorded(`evt_${org}_old_1`)])).get(`evt_${org}_old_1`)!.fresh, true, 'its dedupe record went too');
     } finally {
       await handle.terminate();
     }
@@ -182,7 +182,7 @@ describe('listing and replaying deliveries', function () {
     const eventId = `evt_stranded_${randomBytes(4).toString('hex')}`;
     const stranded: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:${hook.id}`, eventId, installationId: hook.id, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url }] };
     const recordedAt = Date.now() - 90_000;
-    await platform.stores.log.recordEvents([stranded], recordedAt);
+    await platform.stores.events.recordEvents([stranded], recordedAt);
     // A sweep of its own, and the namespace's own (a minute apart): the shard attempts it once whoever hands it over.
     const handle = await platform.client.workflow.start(strandedDeliveriesWorkflow, { workflowId: `stranded-test-${eventId}`, taskQueue: platform.taskQueue });
     try {
@@ -199,8 +199,8 @@ describe('listing and replaying deliveries', function () {
     const id = `${eventId}:${hook.id}`;
     const recordedAt = Date.now() - 20 * 60_000;
     const overdue: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId: hook.id, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url }] };
-    await platform.stores.log.recordEvents([overdue], recordedAt);
-    await platform.stores.log.recordOutcomes([{ id, status: 'pending', attempt: { attempt: 1, startedAt: new Date(recordedAt).toISOString(), durationMs: 10_000, url: receiver.url, error: 'timeout', nextDelayMs: 1000 } }], { workflowId: 'delivery-shard/0/terminated', runId: 'gone' });
+    await platform.stores.events.recordEvents([overdue], recordedAt);
+    await platform.stores.attempts.recordOutcomes([{ id, status: 'pending', attempt: { attempt: 1, startedAt: new Date(recordedAt).toISOString(), durationMs: 10_000, url: receiver.url, error: 'timeout', nextDelayMs: 1000 } }], { workflowId: 'delivery-shard/0/terminated', runId: 'gone' });
     const handle = await platform.client.workflow.start(strandedDeliveriesWorkflow, { workflowId: `stranded-test-${eventId}`, taskQueue: platform.taskQueue });
     try {
       const delivery = await platform.finalDelivery(id, tenant.token);

@@ -3,7 +3,8 @@ import { CompiledQuery, Kysely, sql, SqliteDialect } from 'kysely';
 import pino from 'pino';
 import SqliteDatabase from 'better-sqlite3';
 import { isDatabaseUnavailable } from '../src/delivery-log/database';
-import { DeliveryLog } from '../src/delivery-log/delivery-log';
+import { AttemptRecords } from '../src/delivery-log/attempt-records';
+import { EventRecords } from '../src/delivery-log/event-records';
 import { Encryption } from '../src/encryption';
 import { openStores, type PlatformStores } from '../src/platform/stores';
 import { quarantineCrossTenantDeliveries } from '../src/delivery-log/migrations';
@@ -33,35 +34,35 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     after(() => stores?.close());
 
     it('keeps the first answer for an eventId: concurrent repeats race on the key, exactly one wins', async function () {
-      const attempts = await Promise.all(Array.from({ length: 8 }, (_, i) => stores.log.recordEvents([event('evt_race', [`ins_${i}`])])));
+      const attempts = await Promise.all(Array.from({ length: 8 }, (_, i) => stores.events.recordEvents([event('evt_race', [`ins_${i}`])])));
       const records = attempts.map((records) => records.get('evt_race')!);
       assert.equal(records.filter((record) => record.fresh).length, 1);
       const winner = records.find((record) => record.fresh)!;
       for (const record of records) assert.deepEqual(record.deliveryIds, winner.deliveryIds);
-      const stored = await stores.log.db.selectFrom('deliveries').select('id').where('event_id', '=', 'evt_race').execute();
+      const stored = await stores.db.selectFrom('deliveries').select('id').where('event_id', '=', 'evt_race').execute();
       assert.deepEqual(stored.map((row) => row.id), winner.deliveryIds);
     });
 
     it('records an event that fans out to nobody, so its repeat answers the same', async function () {
-      assert.equal((await stores.log.recordEvents([event('evt_nobody', [])])).get('evt_nobody')!.fresh, true);
-      assert.deepEqual((await stores.log.recordEvents([event('evt_nobody', ['ins_late'])])).get('evt_nobody'), { eventId: 'evt_nobody', organizationId: 'org-a', eventType: 'space_content_updated', deliveryIds: [], fresh: false });
+      assert.equal((await stores.events.recordEvents([event('evt_nobody', [])])).get('evt_nobody')!.fresh, true);
+      assert.deepEqual((await stores.events.recordEvents([event('evt_nobody', ['ins_late'])])).get('evt_nobody'), { eventId: 'evt_nobody', organizationId: 'org-a', eventType: 'space_content_updated', deliveryIds: [], fresh: false });
     });
 
     it('seals payload bodies at rest and opens them for attempts', async function () {
-      await stores.log.recordEvents([event('evt_sealed', ['ins_1'])]);
-      const raw = await stores.log.db.selectFrom('deliveries').select('body').where('id', '=', 'evt_sealed:ins_1').executeTakeFirstOrThrow();
+      await stores.events.recordEvents([event('evt_sealed', ['ins_1'])]);
+      const raw = await stores.db.selectFrom('deliveries').select('body').where('id', '=', 'evt_sealed:ins_1').executeTakeFirstOrThrow();
       assert.ok(!raw.body.includes('203.0.113.7') && !raw.body.includes('evt_sealed'));
-      assert.equal((await stores.log.toAttempt([{ id: 'evt_sealed:ins_1', attempt: 1 }])).get('evt_sealed:ins_1')!.body, '{"eventId":"evt_sealed","secret-ish":"203.0.113.7"}');
+      assert.equal((await stores.attempts.toAttempt([{ id: 'evt_sealed:ins_1', attempt: 1 }])).get('evt_sealed:ins_1')!.body, '{"eventId":"evt_sealed","secret-ish":"203.0.113.7"}');
     });
 
     it('records attempts once per number, and a finished delivery never changes again', async function () {
-      await stores.log.recordEvents([event('evt_done', ['ins_1'])]);
+      await stores.events.recordEvents([event('evt_done', ['ins_1'])]);
       const first = { attempt: 1, startedAt: new Date().toISOString(), durationMs: 12, url: 'https://example.com/hook', statusCode: 503, nextDelayMs: 1042 };
-      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'pending', attempt: first }], run);
-      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'pending', attempt: { ...first, statusCode: 500 } }], run);
-      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'delivered', attempt: { ...first, attempt: 2, statusCode: 200, nextDelayMs: undefined } }], run);
-      await stores.log.recordOutcomes([{ id: 'evt_done:ins_1', status: 'failed', reason: 'late writer' }], run);
-      const delivery = (await stores.log.get('evt_done:ins_1'))!;
+      await stores.attempts.recordOutcomes([{ id: 'evt_done:ins_1', status: 'pending', attempt: first }], run);
+      await stores.attempts.recordOutcomes([{ id: 'evt_done:ins_1', status: 'pending', attempt: { ...first, statusCode: 500 } }], run);
+      await stores.attempts.recordOutcomes([{ id: 'evt_done:ins_1', status: 'delivered', attempt: { ...first, attempt: 2, statusCode: 200, nextDelayMs: undefined } }], run);
+      await stores.attempts.recordOutcomes([{ id: 'evt_done:ins_1', status: 'failed', reason: 'late writer' }], run);
+      const delivery = (await stores.deliveries.get('evt_done:ins_1'))!;
       assert.equal(delivery.status, 'delivered');
       assert.deepEqual(delivery.attempts.map((a) => [a.attempt, a.statusCode, a.nextDelayMs]), [[1, 503, 1042], [2, 200, undefined]]);
       assert.deepEqual(delivery.workflow, { ...run, url: 'http://ui.example/namespaces/test/workflows/delivery-shard%2F0/run-1/history' });
@@ -69,63 +70,63 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     });
 
     it('stores an answer with NUL bytes (a binary body), which PostgreSQL refuses in text, with the rest of its write', async function () {
-      await stores.log.recordEvents([event('evt_nul', ['ins_1', 'ins_2'])]);
+      await stores.events.recordEvents([event('evt_nul', ['ins_1', 'ins_2'])]);
       const attempt = { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook' };
-      await stores.log.recordOutcomes(
+      await stores.attempts.recordOutcomes(
         [
           { id: 'evt_nul:ins_1', status: 'delivered', attempt: { ...attempt, statusCode: 200, responseBody: 'ok\u0000\u0001' } },
           { id: 'evt_nul:ins_2', status: 'pending', attempt: { ...attempt, error: 'network_error', errorMessage: 'reset\u0000', nextDelayMs: 1000 } },
         ],
         run,
       );
-      assert.equal((await stores.log.get('evt_nul:ins_1'))!.attempts[0]!.responseBody, 'ok\uFFFD\u0001');
-      assert.equal((await stores.log.get('evt_nul:ins_2'))!.attempts[0]!.errorMessage, 'reset\uFFFD');
+      assert.equal((await stores.deliveries.get('evt_nul:ins_1'))!.attempts[0]!.responseBody, 'ok\uFFFD\u0001');
+      assert.equal((await stores.deliveries.get('evt_nul:ins_2'))!.attempts[0]!.errorMessage, 'reset\uFFFD');
     });
 
     it('never counts attempts back: a batch run again writes what it had recorded, and changes nothing; a final outcome of the last attempt still ends it', async function () {
-      await stores.log.recordEvents([event('evt_count', ['ins_1'])]);
+      await stores.events.recordEvents([event('evt_count', ['ins_1'])]);
       const attempt = (n: number) => ({ attempt: n, startedAt: new Date().toISOString(), durationMs: 5, url: 'https://example.com/hook', statusCode: 503, nextDelayMs: 2000 });
-      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(1) }], run);
-      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(2) }], { workflowId: 'delivery-shard/0/7', runId: 'run-2' });
+      await stores.attempts.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(1) }], run);
+      await stores.attempts.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(2) }], { workflowId: 'delivery-shard/0/7', runId: 'run-2' });
       // A late writer of attempt 1 (another workflow's batch that found it recorded).
-      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(1) }], run);
-      const delivery = (await stores.log.get('evt_count:ins_1'))!;
+      await stores.attempts.recordOutcomes([{ id: 'evt_count:ins_1', status: 'pending', attempt: attempt(1) }], run);
+      const delivery = (await stores.deliveries.get('evt_count:ins_1'))!;
       assert.equal(delivery.attemptCount, 2);
       assert.equal(delivery.workflow?.workflowId, 'delivery-shard/0/7');
-      const rerun = await stores.log.toAttempt([{ id: 'evt_count:ins_1', attempt: 2 }]);
+      const rerun = await stores.attempts.toAttempt([{ id: 'evt_count:ins_1', attempt: 2 }]);
       assert.equal(rerun.get('evt_count:ins_1')!.recorded?.attempt, 2, 'attempt 2 reads as recorded, not to be sent again');
       // A final outcome of the attempt counted last (another writer's) still ends the delivery.
-      await stores.log.recordOutcomes([{ id: 'evt_count:ins_1', status: 'delivered', attempt: { ...attempt(2), statusCode: 200, nextDelayMs: undefined } }], run);
-      assert.equal((await stores.log.get('evt_count:ins_1'))!.status, 'delivered');
+      await stores.attempts.recordOutcomes([{ id: 'evt_count:ins_1', status: 'delivered', attempt: { ...attempt(2), statusCode: 200, nextDelayMs: undefined } }], run);
+      assert.equal((await stores.deliveries.get('evt_count:ins_1'))!.status, 'delivered');
     });
 
     it('lists newest first with stable cursors across equal times, and filters', async function () {
       const now = Date.now() - 60_000;
-      await stores.log.recordEvents(Array.from({ length: 7 }, (_, i) => event(`evt_list_${i}`, ['ins_list'], 'org-list')), now);
-      await stores.log.recordEvents([event('evt_list_new', ['ins_list', 'ins_other'], 'org-list')], now + 1000);
+      await stores.events.recordEvents(Array.from({ length: 7 }, (_, i) => event(`evt_list_${i}`, ['ins_list'], 'org-list')), now);
+      await stores.events.recordEvents([event('evt_list_new', ['ins_list', 'ins_other'], 'org-list')], now + 1000);
       const seen: string[] = [];
       let after;
       do {
-        const page = await stores.log.list({ orgs: ['org-list'], installation: 'ins_list' }, 3, after);
+        const page = await stores.deliveries.list({ orgs: ['org-list'], installation: 'ins_list' }, 3, after);
         seen.push(...page.items.map((item) => item.id));
         after = page.next;
       } while (after);
       assert.equal(seen.length, 8);
       assert.equal(new Set(seen).size, 8);
       assert.equal(seen[0], 'evt_list_new:ins_list');
-      assert.deepEqual((await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 10)).items.map((i) => i.id).sort(), ['evt_list_new:ins_list', 'evt_list_new:ins_other']);
-      assert.deepEqual((await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new', installation: 'ins_other' }, 10)).items.map((i) => i.id), ['evt_list_new:ins_other']);
-      assert.deepEqual((await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new', status: 'delivered' }, 10)).items, []);
-      assert.deepEqual((await stores.log.list({ orgs: ['org-elsewhere'], eventId: 'evt_list_new' }, 10)).items, [], 'another organization’s event is not listed');
-      const byEvent = await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 1);
-      assert.deepEqual([...byEvent.items, ...(await stores.log.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 1, byEvent.next)).items].map((i) => i.id).sort(), ['evt_list_new:ins_list', 'evt_list_new:ins_other']);
-      assert.equal((await stores.log.list({ orgs: ['org-list'], since: now + 500 }, 10)).items.length, 2);
-      assert.equal((await stores.log.list({ orgs: ['org-list'], status: 'delivered' }, 10)).items.length, 0);
-      assert.deepEqual((await stores.log.list({ orgs: ['org-elsewhere'] }, 10)).items, []);
+      assert.deepEqual((await stores.deliveries.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 10)).items.map((i) => i.id).sort(), ['evt_list_new:ins_list', 'evt_list_new:ins_other']);
+      assert.deepEqual((await stores.deliveries.list({ orgs: ['org-list'], eventId: 'evt_list_new', installation: 'ins_other' }, 10)).items.map((i) => i.id), ['evt_list_new:ins_other']);
+      assert.deepEqual((await stores.deliveries.list({ orgs: ['org-list'], eventId: 'evt_list_new', status: 'delivered' }, 10)).items, []);
+      assert.deepEqual((await stores.deliveries.list({ orgs: ['org-elsewhere'], eventId: 'evt_list_new' }, 10)).items, [], 'another organization’s event is not listed');
+      const byEvent = await stores.deliveries.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 1);
+      assert.deepEqual([...byEvent.items, ...(await stores.deliveries.list({ orgs: ['org-list'], eventId: 'evt_list_new' }, 1, byEvent.next)).items].map((i) => i.id).sort(), ['evt_list_new:ins_list', 'evt_list_new:ins_other']);
+      assert.equal((await stores.deliveries.list({ orgs: ['org-list'], since: now + 500 }, 10)).items.length, 2);
+      assert.equal((await stores.deliveries.list({ orgs: ['org-list'], status: 'delivered' }, 10)).items.length, 0);
+      assert.deepEqual((await stores.deliveries.list({ orgs: ['org-elsewhere'] }, 10)).items, []);
     });
 
     it('serves lists by installation, by organization and by organization and status from indexes, in index order', async function () {
-      // The ranges DeliveryLog.list reads (by installation with a status, by organization, by
+      // The ranges DeliveryReads.list reads (by installation with a status, by organization, by
       // organization and status) and the stranded sweep's, each with the index it must use.
       const ranges: [string, string, RegExp][] = [
         [`installation_id = 'x' AND status = 'failed'`, 'created_at DESC, id DESC', /deliveries_installation_status/],
@@ -138,9 +139,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       ];
       const plans = await Promise.all(
         ranges.map(async ([where, order]) => {
-          if (kind === 'sqlite') return (await sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT id FROM deliveries WHERE ${sql.raw(where)} ORDER BY ${sql.raw(order)} LIMIT 51`.execute(stores.log.db)).rows.map((r) => r.detail).join(' ');
-          await sql`SET enable_seqscan = off`.execute(stores.log.db);
-          return (await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT id FROM deliveries WHERE ${sql.raw(where)} ORDER BY ${sql.raw(order)} LIMIT 51`.execute(stores.log.db)).rows.map((r) => r['QUERY PLAN']).join(' ');
+          if (kind === 'sqlite') return (await sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT id FROM deliveries WHERE ${sql.raw(where)} ORDER BY ${sql.raw(order)} LIMIT 51`.execute(stores.db)).rows.map((r) => r.detail).join(' ');
+          await sql`SET enable_seqscan = off`.execute(stores.db);
+          return (await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT id FROM deliveries WHERE ${sql.raw(where)} ORDER BY ${sql.raw(order)} LIMIT 51`.execute(stores.db)).rows.map((r) => r['QUERY PLAN']).join(' ');
         }),
       );
       for (const [i, plan] of plans.entries()) {
@@ -152,32 +153,32 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
     it('finds stranded deliveries (pending, never attempted, old enough) oldest first, on from a cursor', async function () {
       const old = Date.now() - 120_000;
-      await stores.log.recordEvents([event('evt_strand_a', ['ins_s'], 'org-strand')], old);
-      await stores.log.recordEvents([event('evt_strand_b', ['ins_s'], 'org-strand'), event('evt_strand_c', ['ins_s'], 'org-strand')], old + 1);
-      await stores.log.recordOutcomes([{ id: 'evt_strand_c:ins_s', status: 'pending', attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 500, nextDelayMs: 1000 } }], run);
-      await stores.log.recordEvents([event('evt_strand_new', ['ins_s'], 'org-strand')]);
+      await stores.events.recordEvents([event('evt_strand_a', ['ins_s'], 'org-strand')], old);
+      await stores.events.recordEvents([event('evt_strand_b', ['ins_s'], 'org-strand'), event('evt_strand_c', ['ins_s'], 'org-strand')], old + 1);
+      await stores.attempts.recordOutcomes([{ id: 'evt_strand_c:ins_s', status: 'pending', attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 500, nextDelayMs: 1000 } }], run);
+      await stores.events.recordEvents([event('evt_strand_new', ['ins_s'], 'org-strand')]);
       const mine = (list: { id: string }[]) => list.map((d) => d.id).filter((id) => id.startsWith('evt_strand_'));
       const before = Date.now() - 60_000;
-      const all = await stores.log.stranded(before, 1000);
+      const all = await stores.sweeps.stranded(before, 1000);
       assert.deepEqual(mine(all), ['evt_strand_a:ins_s', 'evt_strand_b:ins_s'], 'oldest first; an attempted one and a recent one are not stranded');
       const a = all.find((d) => d.id === 'evt_strand_a:ins_s')!;
-      assert.deepEqual(mine(await stores.log.stranded(before, 1000, { createdAt: a.createdAt, id: a.id })), ['evt_strand_b:ins_s']);
-      assert.deepEqual(mine(await stores.log.overdueRetries(before, 1000)), ['evt_strand_c:ins_s'], 'the attempted one is an overdue retry past the time given');
-      assert.deepEqual(mine(await stores.log.overdueRetries(old, 1000)), [], 'not before it');
+      assert.deepEqual(mine(await stores.sweeps.stranded(before, 1000, { createdAt: a.createdAt, id: a.id })), ['evt_strand_b:ins_s']);
+      assert.deepEqual(mine(await stores.sweeps.overdueRetries(before, 1000)), ['evt_strand_c:ins_s'], 'the attempted one is an overdue retry past the time given');
+      assert.deepEqual(mine(await stores.sweeps.overdueRetries(old, 1000)), [], 'not before it');
     });
 
     it('lists the deliveries of several organizations newest first, a page at a time, each once', async function () {
       const base = Date.now() - 60_000;
       // Interleaved in time, and two created in the same millisecond in different organizations.
       const times = [0, 1, 2, 3, 3, 4, 5];
-      for (const [i, at] of times.entries()) await stores.log.recordEvents([event(`evt_multi_${i}`, ['ins_multi'], i % 2 ? 'org-multi-odd' : 'org-multi-even')], base + at);
+      for (const [i, at] of times.entries()) await stores.events.recordEvents([event(`evt_multi_${i}`, ['ins_multi'], i % 2 ? 'org-multi-odd' : 'org-multi-even')], base + at);
       const expected = times.map((at, i) => ({ at, id: `evt_multi_${i}:ins_multi` })).sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : -1)).map((entry) => entry.id);
       // Two organizations, and the same two among 601 (merged in groups: SQLite takes 500 arms to a compound SELECT).
       for (const orgs of [['org-multi-even', 'org-multi-odd'], [...Array.from({ length: 599 }, (_, i) => `org-multi-none-${i}`), 'org-multi-even', 'org-multi-odd']]) {
         const seen: string[] = [];
         let after: PageCursor | undefined;
         do {
-          const page = await stores.log.list({ orgs }, 2, after);
+          const page = await stores.deliveries.list({ orgs }, 2, after);
           seen.push(...page.items.map((item) => item.id));
           after = page.next;
         } while (after);
@@ -192,9 +193,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const [found] = await stores.installations.of(['org-rev']);
       assert.equal(found!.url, 'https://new.example/');
       assert.equal(found!.status, 'active');
-      const raw = await stores.log.db.selectFrom('installations').select('secrets').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
+      const raw = await stores.db.selectFrom('installations').select('secrets').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
       assert.ok(!raw.secrets.includes('top_secret'));
-      const rawConfiguration = await stores.log.db.selectFrom('installations').select('configuration').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
+      const rawConfiguration = await stores.db.selectFrom('installations').select('configuration').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
       assert.ok(!rawConfiguration.configuration.includes('tok_secret'));
       const target = (await stores.installations.targets(['ins_rev'])).get('ins_rev')!;
       assert.equal(target.signingSecrets[0]!.secret, 'whsec_top_secret');
@@ -203,55 +204,55 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
     it('purges what is older than the retention, in bounded steps, but no pending delivery, nor an event record while a delivery of it is left', async function () {
       const old = Date.now() - 40 * 86_400_000;
-      await stores.log.recordEvents([event('evt_old_1', ['ins_p']), event('evt_old_pending', ['ins_p']), event('evt_old_replayed', ['ins_p']), event('evt_old_none', [])], old);
+      await stores.events.recordEvents([event('evt_old_1', ['ins_p']), event('evt_old_pending', ['ins_p']), event('evt_old_replayed', ['ins_p']), event('evt_old_none', [])], old);
       const delivered = (id: string) => ({ id, status: 'delivered' as const, attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 200 } });
-      await stores.log.recordOutcomes([delivered('evt_old_1:ins_p'), delivered('evt_old_replayed:ins_p')], run);
-      assert.equal(await stores.log.recordReplay({ id: 'evt_old_replayed:ins_p', eventId: 'evt_old_replayed', installationId: 'ins_p', organizationId: 'org-a', eventType: 'space_content_updated' }), 'evt_old_replayed:ins_p:replay-1');
-      await stores.log.recordEvents([event('evt_recent', ['ins_p'])]);
+      await stores.attempts.recordOutcomes([delivered('evt_old_1:ins_p'), delivered('evt_old_replayed:ins_p')], run);
+      assert.equal(await stores.events.recordReplay({ id: 'evt_old_replayed:ins_p', eventId: 'evt_old_replayed', installationId: 'ins_p', organizationId: 'org-a', eventType: 'space_content_updated' }), 'evt_old_replayed:ins_p:replay-1');
+      await stores.events.recordEvents([event('evt_recent', ['ins_p'])]);
       const before = Date.now() - 30 * 86_400_000;
       // A step takes at most `limit` rows of each table: a delivery (with its attempt) and an event record.
       const steps: number[] = [];
-      for (let removed = Infinity; removed > 0; ) steps.push((removed = await stores.log.purge(before, 1)));
+      for (let removed = Infinity; removed > 0; ) steps.push((removed = await stores.sweeps.purge(before, 1)));
       assert.ok(steps.every((removed) => removed <= 2), `steps ${steps}`);
       assert.equal(steps.reduce((sum, removed) => sum + removed, 0), 4, 'two final deliveries, and the records of the two events with none left');
-      assert.equal(await stores.log.get('evt_old_1:ins_p'), undefined);
-      assert.equal((await stores.log.db.selectFrom('attempts').select('delivery_id').where('delivery_id', '=', 'evt_old_1:ins_p').execute()).length, 0);
-      assert.equal(await stores.log.get('evt_old_replayed:ins_p'), undefined);
-      assert.equal((await stores.log.get('evt_old_pending:ins_p'))?.status, 'pending', 'accepted, not yet final: kept');
-      assert.ok(await stores.log.get('evt_old_replayed:ins_p:replay-1'));
-      assert.ok(await stores.log.get('evt_recent:ins_p'));
-      const fresh = await stores.log.recordEvents(['evt_old_1', 'evt_old_none', 'evt_old_pending', 'evt_old_replayed'].map((id) => event(id, [])));
+      assert.equal(await stores.deliveries.get('evt_old_1:ins_p'), undefined);
+      assert.equal((await stores.db.selectFrom('attempts').select('delivery_id').where('delivery_id', '=', 'evt_old_1:ins_p').execute()).length, 0);
+      assert.equal(await stores.deliveries.get('evt_old_replayed:ins_p'), undefined);
+      assert.equal((await stores.deliveries.get('evt_old_pending:ins_p'))?.status, 'pending', 'accepted, not yet final: kept');
+      assert.ok(await stores.deliveries.get('evt_old_replayed:ins_p:replay-1'));
+      assert.ok(await stores.deliveries.get('evt_recent:ins_p'));
+      const fresh = await stores.events.recordEvents(['evt_old_1', 'evt_old_none', 'evt_old_pending', 'evt_old_replayed'].map((id) => event(id, [])));
       assert.deepEqual(['evt_old_1', 'evt_old_none', 'evt_old_pending', 'evt_old_replayed'].map((id) => fresh.get(id)!.fresh), [true, true, false, false], 'an eventId stays taken while a delivery of it is left');
     });
 
     it('numbers replays on from the last one recorded, of the original or of a replay, and answers nothing for an original purged meanwhile', async function () {
-      await stores.log.recordEvents([event('evt_rn', ['ins_rn'])]);
+      await stores.events.recordEvents([event('evt_rn', ['ins_rn'])]);
       const original = { id: 'evt_rn:ins_rn', eventId: 'evt_rn', installationId: 'ins_rn', organizationId: 'org-a', eventType: 'space_content_updated' };
-      const first = await Promise.all([1, 2, 3].map(() => stores.log.recordReplay(original)));
+      const first = await Promise.all([1, 2, 3].map(() => stores.events.recordReplay(original)));
       assert.deepEqual([...first].sort(), ['evt_rn:ins_rn:replay-1', 'evt_rn:ins_rn:replay-2', 'evt_rn:ins_rn:replay-3'], 'concurrent replays each get a number of their own');
-      assert.equal(await stores.log.recordReplay({ ...original, id: 'evt_rn:ins_rn:replay-2' }), 'evt_rn:ins_rn:replay-4');
-      assert.equal((await stores.log.get('evt_rn:ins_rn:replay-4'))?.replayOf, 'evt_rn:ins_rn:replay-2');
-      assert.equal(await stores.log.recordReplay({ ...original, id: 'evt_rn:ins_gone' }), undefined);
+      assert.equal(await stores.events.recordReplay({ ...original, id: 'evt_rn:ins_rn:replay-2' }), 'evt_rn:ins_rn:replay-4');
+      assert.equal((await stores.deliveries.get('evt_rn:ins_rn:replay-4'))?.replayOf, 'evt_rn:ins_rn:replay-2');
+      assert.equal(await stores.events.recordReplay({ ...original, id: 'evt_rn:ins_gone' }), undefined);
     });
 
     it('quarantines deliveries recorded for another organization than their event’s (before the fan-out fix), with their replays and attempts', async function () {
       // As the faulty fan-out recorded them: org-a's event, delivered to org-b's installation under org-b.
       const leaked = event('evt_leaked', ['ins_a1']);
       leaked.deliveries.push({ ...event('evt_leaked', ['ins_b1'], 'org-b').deliveries[0]! });
-      await stores.log.recordEvents([leaked, event('evt_own_b', ['ins_b1'], 'org-b')]);
-      await stores.log.recordOutcomes([{ id: 'evt_leaked:ins_b1', status: 'delivered', attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook', statusCode: 200 } }], run);
-      assert.equal(await stores.log.recordReplay({ id: 'evt_leaked:ins_b1', eventId: 'evt_leaked', installationId: 'ins_b1', organizationId: 'org-b', eventType: 'space_content_updated' }), 'evt_leaked:ins_b1:replay-1');
+      await stores.events.recordEvents([leaked, event('evt_own_b', ['ins_b1'], 'org-b')]);
+      await stores.attempts.recordOutcomes([{ id: 'evt_leaked:ins_b1', status: 'delivered', attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook', statusCode: 200 } }], run);
+      assert.equal(await stores.events.recordReplay({ id: 'evt_leaked:ins_b1', eventId: 'evt_leaked', installationId: 'ins_b1', organizationId: 'org-b', eventType: 'space_content_updated' }), 'evt_leaked:ins_b1:replay-1');
 
-      await quarantineCrossTenantDeliveries(stores.log.db);
-      await quarantineCrossTenantDeliveries(stores.log.db); // as a migration run again after a crash
+      await quarantineCrossTenantDeliveries(stores.db);
+      await quarantineCrossTenantDeliveries(stores.db); // as a migration run again after a crash
 
-      for (const id of ['evt_leaked:ins_b1', 'evt_leaked:ins_b1:replay-1']) assert.equal(await stores.log.get(id), undefined, `${id} is out of the log`);
-      assert.deepEqual((await stores.log.list({ orgs: ['org-b'] }, 50)).items.filter((item) => item.eventId === 'evt_leaked'), [], 'org-b lists none of it');
-      assert.deepEqual(await stores.log.db.selectFrom('attempts').select('delivery_id').where('delivery_id', 'like', 'evt_leaked:ins_b1%').execute(), []);
-      assert.deepEqual((await stores.log.recordEvents([event('evt_leaked', ['ins_a1'])])).get('evt_leaked')!.deliveryIds, ['evt_leaked:ins_a1'], 'a repeat answers org-a’s delivery alone');
-      assert.ok(await stores.log.get('evt_leaked:ins_a1'), 'org-a keeps its own');
-      assert.ok(await stores.log.get('evt_own_b:ins_b1'), 'org-b keeps its own');
-      const kept = await stores.log.db.selectFrom('quarantined_deliveries').selectAll().where('event_id', '=', 'evt_leaked').orderBy('id').execute();
+      for (const id of ['evt_leaked:ins_b1', 'evt_leaked:ins_b1:replay-1']) assert.equal(await stores.deliveries.get(id), undefined, `${id} is out of the log`);
+      assert.deepEqual((await stores.deliveries.list({ orgs: ['org-b'] }, 50)).items.filter((item) => item.eventId === 'evt_leaked'), [], 'org-b lists none of it');
+      assert.deepEqual(await stores.db.selectFrom('attempts').select('delivery_id').where('delivery_id', 'like', 'evt_leaked:ins_b1%').execute(), []);
+      assert.deepEqual((await stores.events.recordEvents([event('evt_leaked', ['ins_a1'])])).get('evt_leaked')!.deliveryIds, ['evt_leaked:ins_a1'], 'a repeat answers org-a’s delivery alone');
+      assert.ok(await stores.deliveries.get('evt_leaked:ins_a1'), 'org-a keeps its own');
+      assert.ok(await stores.deliveries.get('evt_own_b:ins_b1'), 'org-b keeps its own');
+      const kept = await stores.db.selectFrom('quarantined_deliveries').selectAll().where('event_id', '=', 'evt_leaked').orderBy('id').execute();
       assert.deepEqual(
         kept.map(({ id, organization_id, event_organization_id, status, attempts }) => ({ id, organization_id, event_organization_id, status, attempts: Number(attempts) })),
         [
@@ -259,8 +260,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           { id: 'evt_leaked:ins_b1:replay-1', organization_id: 'org-b', event_organization_id: 'org-a', status: 'pending', attempts: 0 },
         ],
       );
-      assert.equal(await stores.log.quarantined(), 2);
-      assert.deepEqual(await stores.log.absent(['evt_leaked:ins_b1:replay-1', 'evt_never']), ['evt_never'], 'a shard holding a quarantined one is not told it was lost');
+      assert.equal(await stores.deliveries.quarantined(), 2);
+      assert.deepEqual(await stores.attempts.absent(['evt_leaked:ins_b1:replay-1', 'evt_never']), ['evt_never'], 'a shard holding a quarantined one is not told it was lost');
     });
 
     if (kind === 'sqlite') {
@@ -283,19 +284,19 @@ for (const kind of ['sqlite', 'postgres'] as const) {
         const url = await testDatabaseUrl(kind, 'held_ended');
         const own = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
         try {
-          const failed = await own.log.db
+          const failed = await own.db
             .transaction()
             .execute(async (trx) => {
               const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx);
-              await sql`SELECT pg_terminate_backend(${rows[0]!.pid})`.execute(stores.log.db);
+              await sql`SELECT pg_terminate_backend(${rows[0]!.pid})`.execute(stores.db);
               // The connection ends while the transaction still holds it.
               await new Promise((resolve) => setTimeout(resolve, 300));
               await sql`SELECT 1`.execute(trx);
             })
             .then(() => false, () => true);
           assert.ok(failed, 'the transaction on an ended connection fails');
-          await own.log.recordEvents([event('evt_after_held', ['ins_1'])]);
-          assert.ok(await own.log.get('evt_after_held:ins_1'));
+          await own.events.recordEvents([event('evt_after_held', ['ins_1'])]);
+          assert.ok(await own.deliveries.get('evt_after_held:ins_1'));
         } finally {
           await own.close();
         }
@@ -307,15 +308,15 @@ for (const kind of ['sqlite', 'postgres'] as const) {
         const url = await testDatabaseUrl(kind, 'idle_ended');
         const own = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', logger });
         try {
-          await own.log.recordEvents([event('evt_before', ['ins_1'])]);
+          await own.events.recordEvents([event('evt_before', ['ins_1'])]);
           const database = new URL(url).pathname.slice(1);
           // Another session ends every connection of the log's, as a restarting server does.
-          const ended = await sql<{ ended: boolean }>`SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`.execute(stores.log.db);
+          const ended = await sql<{ ended: boolean }>`SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`.execute(stores.db);
           assert.ok(ended.rows.length > 0 && ended.rows.every((row) => row.ended));
           await waitFor(async () => (warnings.some((msg) => msg.includes('PostgreSQL ended a connection')) ? true : undefined), 5000, 'the warning');
-          await own.log.recordEvents([event('evt_after', ['ins_1'])]);
-          assert.ok(await own.log.get('evt_before:ins_1'));
-          assert.ok(await own.log.get('evt_after:ins_1'));
+          await own.events.recordEvents([event('evt_after', ['ins_1'])]);
+          assert.ok(await own.deliveries.get('evt_before:ins_1'));
+          assert.ok(await own.deliveries.get('evt_after:ins_1'));
         } finally {
           await own.close();
         }
@@ -327,7 +328,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const opened = await Promise.all([1, 2, 3].map(() => openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' })));
       await Promise.all(opened.map((store) => store.close()));
       const again = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
-      assert.deepEqual((await again.log.list({ orgs: ['x'] }, 1)).items, []);
+      assert.deepEqual((await again.deliveries.list({ orgs: ['x'] }, 1)).items, []);
       await again.close();
     });
   });
@@ -340,8 +341,8 @@ describe('the delivery log on sqlite, as its planner sees it', function () {
     const queries: CompiledQuery[] = [];
     const sqlite = new SqliteDatabase(file);
     const db = new Kysely<any>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void queries.push(event.query) });
-    const log = new DeliveryLog({ db, dialect: 'sqlite', close: () => db.destroy() }, new Encryption(process.env.TEST_ENCRYPTION_KEY!));
-    return { log, queries, close: () => db.destroy() };
+    const encryption = new Encryption(process.env.TEST_ENCRYPTION_KEY!);
+    return { attempts: new AttemptRecords(db, encryption), events: new EventRecords(db, encryption), queries, close: () => db.destroy() };
   }
 
   it('reads and writes an attempt batch by its ids, not by the pending index: its cost does not grow with the backlog', async function () {
@@ -350,19 +351,19 @@ describe('the delivery log on sqlite, as its planner sees it', function () {
     const own = await capturing(url);
     try {
       // A backlog: 600 pending deliveries, none attempted.
-      await stores.log.recordEvents(Array.from({ length: 300 }, (_, i) => event(`evt_backlog_${i}`, ['ins_1', 'ins_2'])));
+      await stores.events.recordEvents(Array.from({ length: 300 }, (_, i) => event(`evt_backlog_${i}`, ['ins_1', 'ins_2'])));
       const batch = Array.from({ length: 100 }, (_, i) => ({ id: `evt_backlog_${i}:ins_1`, attempt: 1 }));
       own.queries.length = 0;
-      assert.equal((await own.log.toAttempt(batch)).size, 100);
+      assert.equal((await own.attempts.toAttempt(batch)).size, 100);
       const attempt = { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook', statusCode: 200 };
-      await own.log.recordOutcomes(batch.slice(0, 25).map(({ id }) => ({ id, status: 'delivered' as const, attempt })), run);
-      await own.log.recordOutcomes(batch.slice(25, 50).map(({ id }) => ({ id, status: 'pending' as const, attempt: { ...attempt, statusCode: 503, nextDelayMs: 1000 } })), run);
-      assert.equal((await own.log.pendingOf(['evt_backlog_0', 'evt_backlog_1', 'evt_backlog_2'])).length, 3, 'their ins_1 deliveries were delivered');
+      await own.attempts.recordOutcomes(batch.slice(0, 25).map(({ id }) => ({ id, status: 'delivered' as const, attempt })), run);
+      await own.attempts.recordOutcomes(batch.slice(25, 50).map(({ id }) => ({ id, status: 'pending' as const, attempt: { ...attempt, statusCode: 503, nextDelayMs: 1000 } })), run);
+      assert.equal((await own.events.pendingOf(['evt_backlog_0', 'evt_backlog_1', 'evt_backlog_2'])).length, 3, 'their ins_1 deliveries were delivered');
       const statements = own.queries.filter((query) => /^(select|update)/i.test(query.sql) && /"deliveries"/.test(query.sql));
       assert.equal(statements.length, 4, statements.map((query) => query.sql).join('\n'));
       for (const query of statements) {
         // As the connection that seeded the statistics plans it (it had read the schema before).
-        const plan = (await stores.log.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${query.sql}`, [...query.parameters]))).rows.map((row) => row.detail).join(' | ');
+        const plan = (await stores.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${query.sql}`, [...query.parameters]))).rows.map((row) => row.detail).join(' | ');
         // By key: the primary key for ids, the event index for eventIds; never a range of pending deliveries.
         assert.match(plan, /USING INDEX (sqlite_autoindex_deliveries_1|deliveries_event) \((id|event_id)=\?\)/, `${query.sql}\n${plan}`);
         assert.doesNotMatch(plan, /deliveries_pending_age|SCAN/, `${query.sql}\n${plan}`);
@@ -377,13 +378,13 @@ describe('the delivery log on sqlite, as its planner sees it', function () {
     const url = await testDatabaseUrl('sqlite', 'analyzed');
     const stats = async () => {
       const stores = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
-      const rows = await sql<{ stat: string }>`SELECT stat FROM sqlite_stat1 WHERE idx = 'sqlite_autoindex_deliveries_1'`.execute(stores.log.db);
+      const rows = await sql<{ stat: string }>`SELECT stat FROM sqlite_stat1 WHERE idx = 'sqlite_autoindex_deliveries_1'`.execute(stores.db);
       return { stores, stat: rows.rows.map((row) => row.stat) };
     };
     const first = await stats();
     assert.deepEqual(first.stat, ['1000000 1'], 'seeded at the first start');
-    await first.stores.log.recordEvents([event('evt_analyzed', ['ins_1', 'ins_2', 'ins_3'])]);
-    await sql`ANALYZE`.execute(first.stores.log.db);
+    await first.stores.events.recordEvents([event('evt_analyzed', ['ins_1', 'ins_2', 'ins_3'])]);
+    await sql`ANALYZE`.execute(first.stores.db);
     await first.stores.close();
     const again = await stats();
     await again.stores.close();

@@ -50,7 +50,7 @@ describe('an ingest flush shared by several submissions of one eventId', functio
     stores = await openStores({ url: `sqlite:${path.join(dir, 'log.db')}`, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'default' });
     await stores.installations.save(installation('ins_a', 'org-a'));
     await stores.installations.save(installation('ins_b', 'org-b'));
-    ingest = new IngestService(stores.log, stores.installations, engine);
+    ingest = new IngestService(stores.events, stores.installations, engine);
   });
   after(async function () {
     await stores.close();

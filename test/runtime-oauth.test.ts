@@ -109,7 +109,7 @@ describe('OAuth with createOAuthHandler, end to end', function () {
     assert.deepEqual(read.body.configuration.oauth_credentials, { access_token: '********' });
     const stored = (await platform.stores.installations.targets([installation.id])).get(installation.id)!;
     assert.match(String((stored.configuration.oauth_credentials as any).access_token), /^tok_code-/);
-    const raw = await platform.stores.log.db.selectFrom('installations').select('configuration').where('id', '=', installation.id).executeTakeFirstOrThrow();
+    const raw = await platform.stores.db.selectFrom('installations').select('configuration').where('id', '=', installation.id).executeTakeFirstOrThrow();
     assert.doesNotMatch(raw.configuration, /tok_code/);
 
     const replayed = await fetch(callback.replace(second.api.url, platform.api.url));
@@ -222,7 +222,7 @@ export default createIntegration({
   });
 
   it('refuses an expired state (10 minutes), and a connection ticket where a state is due', async function () {
-    const states = new OAuthStates(process.env.TEST_ENCRYPTION_KEY!, platform.stores.log.db);
+    const states = new OAuthStates(process.env.TEST_ENCRYPTION_KEY!, platform.stores.db);
     const old = states.issue('ins_x', 'state', Date.now() - 11 * 60 * 1000);
     assert.equal(await states.spend(old, 'state', 'ins_x'), 'the state expired; start the connection again');
     assert.equal(await states.spend(states.issue('ins_x', 'connect'), 'state', 'ins_x'), 'the state is not one the platform issued');

@@ -212,7 +212,7 @@ describe('tenancy and bad input', function () {
       assert.deepEqual(quarantineWarnings(), [], 'nothing quarantined, nothing said');
       const stores = await openStores({ url: databaseUrl, encryptionKey: testSettings().encryptionKey, namespace: 'test' });
       const now = Date.now();
-      await stores.log.db
+      await stores.db
         .insertInto('quarantined_deliveries')
         .values(['ins_b1', 'ins_b2'].map((installation) => ({ id: `evt_leaked:${installation}`, event_id: 'evt_leaked', installation_id: installation, organization_id: 'org-b', event_organization_id: 'org-a', status: 'delivered', attempts: 1, created_at: now, quarantined_at: now })))
         .execute();

@@ -29,7 +29,7 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
     worker.kill('SIGKILL');
     await new Promise((resolve) => worker.once('exit', resolve));
     // Nothing else writes attempts: what is pending now was pending at the kill.
-    inFlightAtKill = (await Promise.all(deliveries.map((id) => platform.stores.log.get(id)))).filter((delivery) => delivery?.status === 'pending').length;
+    inFlightAtKill = (await Promise.all(deliveries.map((id) => platform.stores.deliveries.get(id)))).filter((delivery) => delivery?.status === 'pending').length;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     worker = await startWorkerProcess(platform);
     try {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationTarget } from '../installations/types';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
@@ -47,7 +47,7 @@ export interface AttemptBatchResult {
 }
 
 export interface AttemptBatchDependencies {
-  log: DeliveryLog;
+  attempts: AttemptRecords;
   installations: InstallationIndex;
   /** Events to integration code go into its isolate. */
   runtime: IntegrationRuntime;
@@ -202,7 +202,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const starts = new GroupCommit<{ started: StartedAttempt; run: { workflowId: string; runId: string } }, void>(async (items) => {
     const byRun = new Map<string, typeof items>();
     for (const item of items) byRun.set(item.run.runId, [...(byRun.get(item.run.runId) ?? []), item]);
-    for (const part of byRun.values()) await deps.log.recordStarted(part.map((item) => item.started), part[0]!.run);
+    for (const part of byRun.values()) await deps.attempts.recordStarted(part.map((item) => item.started), part[0]!.run);
     return items.map(() => undefined);
   }, 1000);
 
@@ -271,7 +271,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
    */
   async function reportAbsent(input: AttemptBatchInput, deliveries: Map<string, DeliveryToAttempt>): Promise<void> {
     const missing = input.entries.filter((entry) => !deliveries.has(entry.id)).map((entry) => entry.id);
-    const absent = missing.length ? await deps.log.absent(missing) : [];
+    const absent = missing.length ? await deps.attempts.absent(missing) : [];
     if (absent.length === 0) return;
     deliveriesAbsent.inc(absent.length);
     deps.logger.warn({ workflowId: input.workflowId, runId: input.runId, absent: absent.length, ids: absent.slice(0, 10) }, 'deliveries handed over are not in the delivery log: nothing to attempt');
@@ -290,7 +290,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       // A retry batch starts ahead of its retries' time (the shard's lead): the log is read
       // once the first is due, and the installation as of each attempt's time (below).
       await waitUntil(Math.min(...input.entries.map(timeOf)), stopping);
-      const deliveries = await deps.log.toAttempt(input.entries);
+      const deliveries = await deps.attempts.toAttempt(input.entries);
       await reportAbsent(input, deliveries);
       /** When each attempt made by this run ended (performance.now()). */
       const endedAt = new Map<string, number>();
@@ -309,7 +309,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       /** Deliveries not attempted because the worker stopped first: the same attempt, at its time, on another worker. */
       const unsent: AttemptBatchInput['entries'] = [];
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
-        await deps.log.recordOutcomes(part, input);
+        await deps.attempts.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
       }, RECORD_EVERY_MS);
       const outcomes = await Promise.all(
@@ -339,7 +339,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
             outcome = await tracedAttempt(delivery, entry, target!, stopping).catch(async (err: unknown) => {
               if (!isNoRoom(err)) throw err;
               // No attempt was made: the same one is made later, not taken for interrupted.
-              await deps.log.forgetStarted([started]);
+              await deps.attempts.forgetStarted([started]);
               noRoom.push(id);
               return undefined;
             });

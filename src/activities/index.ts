@@ -5,7 +5,8 @@ import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from 
 import { FailureType } from '../contracts/failures';
 import type { InstallationProjection } from '../installations/types';
 import type { NewEvent, PageCursor } from '../delivery-log/types';
-import type { PendingDelivery } from '../delivery-log/delivery-log';
+import type { PendingDelivery } from '../delivery-log/rows';
+import type { LogSweeps } from '../delivery-log/log-sweeps';
 import { deliveryId } from '../ids';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
@@ -42,6 +43,8 @@ export interface EventIntake {
 }
 
 export interface ActivityDependencies extends AttemptBatchDependencies {
+  /** Stranded deliveries and retention. */
+  sweeps: LogSweeps;
   directory: DirectoryIndex;
   /** Integration code's log lines: under the delivery log's retention too. */
   integrationLogs: IntegrationLogStore;
@@ -66,7 +69,7 @@ export function createActivities(deps: ActivityDependencies) {
 
     /** Deliveries the platform could not attempt end failed, with the reason, and stay replayable. */
     async failDeliveries(ids: string[], reason: string): Promise<void> {
-      await deps.log.recordOutcomes(ids.map((id) => ({ id, status: 'failed' as const, reason })), { workflowId: '', runId: '' });
+      await deps.attempts.recordOutcomes(ids.map((id) => ({ id, status: 'failed' as const, reason })), { workflowId: '', runId: '' });
     },
 
     /** The directory's read model, written before a creation answers. */
@@ -102,8 +105,8 @@ export function createActivities(deps: ActivityDependencies) {
      * reached again on the next pass.
      */
     async resumeStranded(after?: PageCursor): Promise<{ found: number; next?: PageCursor }> {
-      const stranded = await deps.log.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
-      const overdue = await deps.log.overdueRetries(Date.now() - OVERDUE_RETRY_AFTER_MS, STRANDED_PER_SWEEP);
+      const stranded = await deps.sweeps.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
+      const overdue = await deps.sweeps.overdueRetries(Date.now() - OVERDUE_RETRY_AFTER_MS, STRANDED_PER_SWEEP);
       if (overdue.length) deps.logger.warn({ overdue: overdue.length, ids: overdue.slice(0, 10).map((delivery) => delivery.id) }, 'retries overdue by far handed to their shards again: a shard run ended without them');
       await deps.ingest.handOverRecorded([...stranded, ...overdue]).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length, overdue: overdue.length }, 'stranded deliveries not all handed over; the next pass tries again'));
       const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;
@@ -135,7 +138,7 @@ export function createActivities(deps: ActivityDependencies) {
     async purgeDeliveries(): Promise<number> {
       const before = Date.now() - deps.retentionDays * DAY_MS;
       let total = 0;
-      for (let removed = Infinity; removed > 0; total += removed) removed = await deps.log.purge(before);
+      for (let removed = Infinity; removed > 0; total += removed) removed = await deps.sweeps.purge(before);
       for (let removed = Infinity; removed > 0; total += removed) removed = await deps.integrationLogs.purge(before);
       return total;
     },

@@ -83,7 +83,7 @@ export interface RunningApi {
 
 export async function startApi(settings: ApiSettings, port: number, host = '0.0.0.0'): Promise<RunningApi> {
   await ensureSingletons(settings.client, settings.taskQueue);
-  const quarantined = await settings.stores.log.quarantined();
+  const quarantined = await settings.stores.deliveries.quarantined();
   if (quarantined) settings.logger.warn({ quarantined }, 'deliveries recorded for the wrong organization before the fan-out fix are out of the log: review quarantined_deliveries (docs/decisions/tenancy.md)');
   const { app } = createApp(buildApiDeps(settings));
   const server = createHttpServer(app.callback(), settings.httpLimits);

@@ -1,4 +1,5 @@
-import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { DeliveryReads } from '../delivery-log/delivery-reads';
+import type { EventRecords } from '../delivery-log/event-records';
 import type { Delivery, DeliveryFilter, DeliverySummary, PageCursor } from '../delivery-log/types';
 import { notFound } from './errors';
 import type { HandOver, IngestService } from '../ingest/ingest-service';
@@ -12,7 +13,8 @@ const PAGE = 200;
 /** Deliveries as the API serves them: from the delivery log, replayed through ingest's shards. */
 export class DeliveryService {
   constructor(
-    private readonly log: DeliveryLog,
+    private readonly log: DeliveryReads,
+    private readonly events: EventRecords,
     private readonly ingest: IngestService,
     private readonly pageTokens: PageTokens,
     private readonly logger: Logger,
@@ -66,7 +68,7 @@ export class DeliveryService {
     const trace = activeTraceparent();
     for (const original of originals) {
       const now = Date.now();
-      const id = await this.log.recordReplay(original, now);
+      const id = await this.events.recordReplay(original, now);
       // Not when the original was purged since it was read: nothing is left to replay.
       if (id) replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now, ...(trace && { trace }) });
     }

@@ -4,7 +4,10 @@ import type { Liveness } from '../temporal/supervised-dev-server';
 import type { HttpLimits } from './http-server';
 import { EncryptionCodec } from '../temporal/codec';
 import type { DestinationGuard } from '../net/destination-guard';
-import type { DeliveryLog } from '../delivery-log/delivery-log';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../delivery-log/schema';
+import type { DeliveryReads } from '../delivery-log/delivery-reads';
+import type { EventRecords } from '../delivery-log/event-records';
 import type { InstallationIndex } from '../installations/read-model';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
 import type { IngestService } from '../ingest/ingest-service';
@@ -19,7 +22,9 @@ import { InstallationTokens } from '../integrations/installation-tokens';
 
 /** The stores the API reads and writes, opened by the process (src/platform/stores.ts). */
 export interface ApiStores {
-  log: DeliveryLog;
+  db: Kysely<Schema>;
+  events: EventRecords;
+  deliveries: DeliveryReads;
   installations: InstallationIndex;
   directory: DirectoryIndex;
   integrationLogs: IntegrationLogStore;
@@ -79,11 +84,11 @@ export function buildApiDeps({ stores, encryptionKey, httpLimits: _limits, ...se
     installationTokens: new InstallationTokens(encryptionKey),
     installations: stores.installations,
     directory: stores.directory,
-    deliveries: new DeliveryService(stores.log, ingest, pageTokens, settings.logger),
+    deliveries: new DeliveryService(stores.deliveries, stores.events, ingest, pageTokens, settings.logger),
     integrationLogs: stores.integrationLogs,
     assets: stores.assets,
     pageTokens,
     organizations: new KnownOrganizations(stores.directory),
-    oauthStates: new OAuthStates(encryptionKey, stores.log.db),
+    oauthStates: new OAuthStates(encryptionKey, stores.db),
   };
 }

@@ -88,7 +88,7 @@ export interface DeliveryToAttempt {
   interruptedBefore: number;
 }
 
-/** An attempt as written before it goes out (see DeliveryLog.recordStarted). */
+/** An attempt as written before it goes out (see AttemptRecords.recordStarted). */
 export interface StartedAttempt {
   deliveryId: string;
   attempt: number;

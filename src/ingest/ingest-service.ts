@@ -1,4 +1,5 @@
-import type { DeliveryLog, PendingDelivery } from '../delivery-log/delivery-log';
+import type { EventRecords } from '../delivery-log/event-records';
+import type { PendingDelivery } from '../delivery-log/rows';
 import type { InstallationIndex } from '../installations/read-model';
 import type { EventRecord, NewEvent } from '../delivery-log/types';
 import type { InstallationSummary } from '../installations/types';
@@ -62,7 +63,7 @@ export class IngestService {
   private readonly commits: GroupCommit<Submitted, Recorded>[];
 
   constructor(
-    private readonly log: DeliveryLog,
+    private readonly log: EventRecords,
     private readonly installations: InstallationIndex,
     private readonly shards: ShardClient,
   ) {

@@ -79,6 +79,6 @@ export async function buildParts(settings: PartsSettings, started: StartedParts)
     stores,
   });
   const isolates = await started.add('the isolates', pool, (running) => running.close());
-  const ingest = new IngestService(stores.log, stores.installations, new ShardClient(client, settings.taskQueue, settings.deliveryShards, settings.shardLimits));
+  const ingest = new IngestService(stores.events, stores.installations, new ShardClient(client, settings.taskQueue, settings.deliveryShards, settings.shardLimits));
   return { settings, client, stores, runtime, isolates, ingest };
 }

@@ -1,6 +1,11 @@
 import { Encryption } from '../encryption';
 import { openLogDatabase } from '../delivery-log/database';
-import { DeliveryLog } from '../delivery-log/delivery-log';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../delivery-log/schema';
+import { EventRecords } from '../delivery-log/event-records';
+import { AttemptRecords } from '../delivery-log/attempt-records';
+import { DeliveryReads } from '../delivery-log/delivery-reads';
+import { LogSweeps } from '../delivery-log/log-sweeps';
 import { InstallationIndex } from '../installations/read-model';
 import { DirectoryIndex } from '../delivery-log/directory-index';
 import { IntegrationLogStore } from '../delivery-log/integration-logs';
@@ -19,8 +24,14 @@ export interface StoreOptions {
   logger?: Logger;
 }
 
+/** The database's stores, one per caller: ingest, attempt batches, the API's reads, the worker's sweeps, the read models. */
 export interface PlatformStores {
-  log: DeliveryLog;
+  /** The database itself (OAuth states; tests' own looks). */
+  db: Kysely<Schema>;
+  events: EventRecords;
+  attempts: AttemptRecords;
+  deliveries: DeliveryReads;
+  sweeps: LogSweeps;
   installations: InstallationIndex;
   directory: DirectoryIndex;
   integrationLogs: IntegrationLogStore;
@@ -34,10 +45,14 @@ export async function openStores(options: StoreOptions): Promise<PlatformStores>
   const encryption = new Encryption(options.encryptionKey);
   const ui = options.temporalUiUrl?.replace(/\/+$/, '');
   const workflowUrl = (workflowId: string, runId: string) => (ui ? `${ui}/namespaces/${encodeURIComponent(options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history` : undefined);
-  const log = new DeliveryLog(database, encryption, workflowUrl);
-  trackPendingRetries(() => log.countRetrying());
+  const deliveries = new DeliveryReads(database.db, workflowUrl);
+  trackPendingRetries(() => deliveries.countRetrying());
   return {
-    log,
+    db: database.db,
+    events: new EventRecords(database.db, encryption),
+    attempts: new AttemptRecords(database.db, encryption),
+    deliveries,
+    sweeps: new LogSweeps(database.db),
     installations: new InstallationIndex(database.db, encryption),
     directory: new DirectoryIndex(database.db),
     integrationLogs: new IntegrationLogStore(database.db),

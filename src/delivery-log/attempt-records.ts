@@ -1,0 +1,154 @@
+import type { Kysely } from 'kysely';
+import type { Encryption } from '../encryption';
+import type { DeliveriesTable, Schema } from './schema';
+import { attemptOf, chunks } from './rows';
+import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
+
+type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updated_at' | 'completed_at' | 'attempts' | 'url' | 'workflow_id' | 'run_id'>>;
+
+/**
+ * What a receiver answered, as text either database stores: PostgreSQL refuses NUL in text,
+ * and one receiver's binary answer must not fail its whole batch's write (run again, its
+ * deliveries would be POSTed again, ten times, then failed). NUL shows as U+FFFD.
+ */
+const storableText = (text: string | undefined): string | null => (text === undefined ? null : text.replaceAll('\u0000', '\uFFFD'));
+
+/**
+ * The attempt batches' side of the log: the deliveries to attempt with what earlier runs
+ * recorded of them, attempts written as started before they go out, and outcomes.
+ */
+export class AttemptRecords {
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly encryption: Encryption,
+  ) {}
+
+  /**
+   * The pending deliveries of an attempt batch with their bodies, and the attempt asked for
+   * when an earlier run of the batch recorded it (its count goes up in the same transaction,
+   * so only then are the attempts read).
+   */
+  async toAttempt(entries: { id: string; attempt: number }[]): Promise<Map<string, DeliveryToAttempt>> {
+    const asked = new Map(entries.map((entry) => [entry.id, entry.attempt]));
+    const found = new Map<string, DeliveryToAttempt>();
+    for (const part of chunks([...asked.keys()])) {
+      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body']).where('id', 'in', part).where('status', '=', 'pending').execute();
+      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), interruptedBefore: 0 });
+      const rerun = rows.filter((row) => row.attempts >= asked.get(row.id)!).map((row) => row.id);
+      for (const record of rerun.length ? await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', rerun).execute() : []) {
+        if (record.attempt === asked.get(record.delivery_id)) found.get(record.delivery_id)!.recorded = attemptOf(record);
+      }
+      const retried = rows.filter((row) => row.attempts > 0).map((row) => row.id);
+      for (const earlier of retried.length ? await this.db.selectFrom('attempts').select(['delivery_id', 'attempt']).where('delivery_id', 'in', retried).where('error', '=', 'interrupted').execute() : []) {
+        if (earlier.attempt < asked.get(earlier.delivery_id)!) found.get(earlier.delivery_id)!.interruptedBefore += 1;
+      }
+      // Started by a run that died before recording it: its answer is unknown, and it is not sent again.
+      for (const started of await this.db.selectFrom('attempts_in_flight').selectAll().where('delivery_id', 'in', rows.map((row) => row.id)).execute()) {
+        const delivery = found.get(started.delivery_id)!;
+        if (started.attempt === asked.get(started.delivery_id) && !delivery.recorded) delivery.interrupted = { deliveryId: started.delivery_id, attempt: started.attempt, startedAt: new Date(Number(started.started_at)).toISOString(), url: started.url };
+      }
+    }
+    return found;
+  }
+
+  /** Attempts written as started that were not made after all (no room for integration code): the same attempt is made later. */
+  async forgetStarted(attempts: Pick<StartedAttempt, 'deliveryId' | 'attempt'>[]): Promise<void> {
+    for (const { deliveryId, attempt } of attempts) await this.db.deleteFrom('attempts_in_flight').where('delivery_id', '=', deliveryId).where('attempt', '=', attempt).execute();
+  }
+
+  /** Attempts about to go out, written first: a worker that dies before recording their answers leaves them for the next run to find. */
+  async recordStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<void> {
+    if (attempts.length === 0) return;
+    for (const part of chunks(attempts)) {
+      await this.db
+        .insertInto('attempts_in_flight')
+        .values(part.map((started) => ({ delivery_id: started.deliveryId, attempt: started.attempt, started_at: Date.parse(started.startedAt), url: started.url, workflow_id: run.workflowId, run_id: run.runId })))
+        .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+        .execute();
+    }
+  }
+
+  /**
+   * Which of these delivery ids are not in the log at all. A quarantined one (recorded for
+   * the wrong organization, see migration 0004) is known, not lost: never attempted, not absent.
+   */
+  async absent(ids: string[]): Promise<string[]> {
+    let missing = ids;
+    for (const table of ['deliveries', 'quarantined_deliveries'] as const) {
+      if (missing.length === 0) break;
+      const present = new Set<string>();
+      for (const part of chunks(missing)) for (const row of await this.db.selectFrom(table).select('id').where('id', 'in', part).execute()) present.add(row.id);
+      missing = missing.filter((id) => !present.has(id));
+    }
+    return missing;
+  }
+
+  /** Writes an attempt batch's outcomes, attempts and states together. */
+  async recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<void> {
+    if (outcomes.length === 0) return;
+    await this.db.transaction().execute(async (trx) => {
+      const attempts = outcomes.filter((outcome) => outcome.attempt).map(({ id, attempt }) => this.attemptRow(id, attempt!, run));
+      for (const part of chunks(attempts)) {
+        await trx
+          .insertInto('attempts')
+          .values(part)
+          .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+          .execute();
+        // Recorded: no longer in flight (a delivery has one attempt in flight at a time).
+        await trx.deleteFrom('attempts_in_flight').where('delivery_id', 'in', part.map((row) => row.delivery_id)).execute();
+      }
+      // One statement per distinct change: a batch of one installation mostly shares one.
+      const groups = new Map<string, { change: DeliveryChange; ids: string[] }>();
+      for (const outcome of outcomes) {
+        const change = this.changeOf(outcome, run, now);
+        const key = JSON.stringify(change);
+        const group = groups.get(key);
+        if (group) group.ids.push(outcome.id);
+        else groups.set(key, { change, ids: [outcome.id] });
+      }
+      for (const { change, ids } of groups.values()) {
+        for (const part of chunks(ids)) {
+          let update = trx
+            .updateTable('deliveries')
+            .set(change)
+            .where('id', 'in', part)
+            // A finished delivery never changes again, whoever writes late.
+            .where('status', '=', 'pending');
+          // Nor does its count go back (a batch run again writes what it had recorded), but a
+          // final outcome of the attempt counted last still ends the delivery.
+          const attempt = change.attempts;
+          if (attempt !== undefined) update = update.where((eb) => (change.status === 'pending' ? eb('attempts', '<', attempt) : eb('attempts', '<=', attempt)));
+          await update.execute();
+        }
+      }
+    });
+  }
+
+  private changeOf(outcome: DeliveryOutcome, run: { workflowId: string; runId: string }, now: number): DeliveryChange {
+    const done = outcome.status !== 'pending';
+    return {
+      status: outcome.status,
+      reason: outcome.reason ?? null,
+      updated_at: now,
+      completed_at: done ? now : null,
+      ...(outcome.attempt && { attempts: outcome.attempt.attempt, url: outcome.attempt.url, workflow_id: run.workflowId, run_id: run.runId }),
+    };
+  }
+
+  private attemptRow(deliveryId: string, attempt: AttemptRecord, run: { workflowId: string; runId: string }) {
+    return {
+      delivery_id: deliveryId,
+      attempt: attempt.attempt,
+      started_at: Date.parse(attempt.startedAt),
+      duration_ms: attempt.durationMs,
+      url: attempt.url,
+      status_code: attempt.statusCode ?? null,
+      error: attempt.error ?? null,
+      error_message: storableText(attempt.errorMessage),
+      response_body: storableText(attempt.responseBody),
+      next_delay_ms: attempt.nextDelayMs ?? null,
+      workflow_id: run.workflowId,
+      run_id: run.runId,
+    };
+  }
+}

@@ -1,0 +1,109 @@
+import type { Kysely } from 'kysely';
+import type { Encryption } from '../encryption';
+import { deliveryId } from '../ids';
+import type { Schema } from './schema';
+import { chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
+import type { DeliverySummary, EventRecord, NewDelivery, NewEvent } from './types';
+
+/**
+ * The log's writes of what was accepted (DESIGN.md §2): events with their planned
+ * deliveries (ingest), replays (the API), and what is still pending of events recorded
+ * before (a repeated ingest hands it over again). Payload bodies are sealed at rest.
+ */
+export class EventRecords {
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly encryption: Encryption,
+  ) {}
+
+  /**
+   * Records events with their planned deliveries. The events table's key decides races: an
+   * eventId recorded before keeps its first answer, and nothing of this call is added to it.
+   */
+  async recordEvents(events: NewEvent[], now = Date.now()): Promise<Map<string, EventRecord>> {
+    const records = new Map<string, EventRecord>();
+    await this.db.transaction().execute(async (trx) => {
+      const fresh = new Set<string>();
+      for (const part of chunks(events)) {
+        const inserted = await trx
+          .insertInto('events')
+          .values(part.map((event) => ({ event_id: event.eventId, organization_id: event.organizationId, event_type: event.eventType, delivery_ids: JSON.stringify(event.deliveries.map((d) => d.id)), created_at: now })))
+          .onConflict((oc) => oc.column('event_id').doNothing())
+          .returning('event_id')
+          .execute();
+        for (const row of inserted) fresh.add(row.event_id);
+      }
+      const deliveries = events.filter((event) => fresh.has(event.eventId)).flatMap((event) => event.deliveries);
+      for (const part of chunks(deliveries)) {
+        await trx
+          .insertInto('deliveries')
+          .values(part.map((delivery) => this.deliveryRow(delivery, now)))
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+      }
+      for (const event of events) if (fresh.has(event.eventId)) records.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.eventType, deliveryIds: event.deliveries.map((d) => d.id), fresh: true });
+      const earlier = events.filter((event) => !fresh.has(event.eventId)).map((event) => event.eventId);
+      for (const part of chunks(earlier)) {
+        const rows = await trx.selectFrom('events').select(['event_id', 'organization_id', 'event_type', 'delivery_ids']).where('event_id', 'in', part).execute();
+        for (const row of rows) records.set(row.event_id, { eventId: row.event_id, organizationId: row.organization_id, eventType: row.event_type, deliveryIds: JSON.parse(row.delivery_ids) as string[], fresh: false });
+      }
+    });
+    return records;
+  }
+
+  /**
+   * A replay: a new delivery with the body of the one it replays, under the next free
+   * `<eventId>:<installationId>:replay-<n>` (found in one read of the event's deliveries; a
+   * concurrent replay taking it moves to the next). Answers its id, or undefined when the
+   * original is no longer in the log (purged since it was read).
+   */
+  async recordReplay(original: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>, now = Date.now()): Promise<string | undefined> {
+    const source = await this.db.selectFrom('deliveries').select('body').where('id', '=', original.id).executeTakeFirst();
+    if (!source) return undefined;
+    const prefix = `${deliveryId(original.eventId, original.installationId)}:replay-`;
+    const siblings = await this.db.selectFrom('deliveries').select('id').where('event_id', '=', original.eventId).where('installation_id', '=', original.installationId).execute();
+    let n = Math.max(0, ...siblings.map(({ id }) => (id.startsWith(prefix) ? Number(id.slice(prefix.length)) : 0)));
+    for (;;) {
+      const id = deliveryId(original.eventId, original.installationId, ++n);
+      const row = this.deliveryRow({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url, body: '' }, now);
+      const inserted = await this.db
+        .insertInto('deliveries')
+        .values({ ...row, body: source.body, replay_of: original.id })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute();
+      if (inserted.length === 1) return id;
+    }
+  }
+
+  private deliveryRow(delivery: NewDelivery, now: number) {
+    return {
+      id: delivery.id,
+      event_id: delivery.eventId,
+      installation_id: delivery.installationId,
+      organization_id: delivery.organizationId,
+      event_type: delivery.eventType,
+      url: delivery.url ?? null,
+      status: delivery.skipReason ? 'skipped' : 'pending',
+      reason: delivery.skipReason ?? null,
+      body: this.encryption.seal(delivery.body),
+      attempts: 0,
+      replay_of: delivery.replayOf ?? null,
+      workflow_id: null,
+      run_id: null,
+      created_at: now,
+      updated_at: now,
+      completed_at: delivery.skipReason ? now : null,
+    };
+  }
+
+  /** The pending deliveries of events recorded earlier (and when), to hand them to the engine again. */
+  async pendingOf(eventIds: string[]): Promise<PendingDelivery[]> {
+    const rows = [];
+    for (const part of chunks(eventIds)) {
+      rows.push(...(await this.db.selectFrom('deliveries').select(PENDING_COLUMNS).where('event_id', 'in', part).where('status', '=', 'pending').execute()));
+    }
+    return rows.map(pendingDelivery);
+  }
+
+}

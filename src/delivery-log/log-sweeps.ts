@@ -1,0 +1,78 @@
+import type { ExpressionBuilder, Kysely } from 'kysely';
+import type { Schema } from './schema';
+import { chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
+import type { PageCursor } from './types';
+
+/** The worker's sweeps of the log: deliveries a shard may have lost, and what is past retention. */
+export class LogSweeps {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  /**
+   * Up to `limit` pending deliveries never attempted and recorded before `before`, oldest
+   * first from the cursor `after`: those whose hand-over to a shard may never have landed
+   * (one range of the pending-age index).
+   */
+  stranded(before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {
+    return this.pendingRecordedBefore('never attempted', before, limit, after);
+  }
+
+  /**
+   * Up to `limit` pending deliveries attempted at least once and recorded before `before`,
+   * oldest first: retries whose shard run ended without them (terminated, say), which no
+   * run would attempt again. Few: the pending-age index's retrying range, sorted.
+   */
+  overdueRetries(before: number, limit: number): Promise<PendingDelivery[]> {
+    return this.pendingRecordedBefore('attempted', before, limit);
+  }
+
+  private async pendingRecordedBefore(which: 'never attempted' | 'attempted', before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {
+    const rows = await this.db
+      .selectFrom('deliveries')
+      .select(PENDING_COLUMNS)
+      .where('status', '=', 'pending')
+      .where('attempts', which === 'attempted' ? '>' : '=', 0)
+      .where('created_at', '<', before)
+      // A row comparison: both databases read it as a range of the index, not a filter.
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after!.createdAt, after!.id))))
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map(pendingDelivery);
+  }
+
+  /**
+   * Deletes what is older than `before`, at most `limit` rows of each table a step (a
+   * delivery with its attempts), so that no transaction holds the writer long; answers how
+   * many rows went, 0 once nothing is left. A delivery goes once it is final: one still
+   * pending was accepted and is the engine's to finish (a worker away longer than the
+   * retention). An event's record, which keeps its eventId taken, goes only once none of
+   * its deliveries, replays included, is left: while one is listed, a repeat of the event
+   * answers its first answer, and a new one cannot meet its old rows.
+   */
+  async purge(before: number, limit = 5000): Promise<number> {
+    const noDeliveryLeft = ({ not, exists, selectFrom }: ExpressionBuilder<Schema, 'events'>) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.event_id', '=', 'events.event_id')));
+    const [deliveries, events, states] = await Promise.all([
+      this.db.selectFrom('deliveries').select('id').where('created_at', '<', before).where('status', '!=', 'pending').limit(limit).execute(),
+      this.db
+        .selectFrom('events')
+        .select('event_id')
+        .where('created_at', '<', before)
+        .where(noDeliveryLeft)
+        .limit(limit)
+        .execute(),
+      this.db.selectFrom('oauth_states').select('nonce').where('used_at', '<', before).limit(limit).execute(),
+    ]);
+    await this.db.transaction().execute(async (trx) => {
+      for (const part of chunks(deliveries.map((row) => row.id))) {
+        await trx.deleteFrom('attempts').where('delivery_id', 'in', part).execute();
+        await trx.deleteFrom('attempts_in_flight').where('delivery_id', 'in', part).execute();
+        await trx.deleteFrom('deliveries').where('id', 'in', part).execute();
+      }
+      // Again here: a replay recorded since the select keeps its event's record.
+      for (const part of chunks(events.map((row) => row.event_id))) await trx.deleteFrom('events').where('event_id', 'in', part).where(noDeliveryLeft).execute();
+      for (const part of chunks(states.map((row) => row.nonce))) await trx.deleteFrom('oauth_states').where('nonce', 'in', part).execute();
+    });
+    return deliveries.length + events.length + states.length;
+  }
+}

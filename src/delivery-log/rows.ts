@@ -1,0 +1,39 @@
+import type { Selectable } from 'kysely';
+import type { AttemptsTable } from './schema';
+import type { AttemptRecord } from './types';
+
+/** Rows per multi-row statement: well under SQLite's 32,766 bound parameters. */
+const CHUNK = 500;
+
+export function chunks<T>(items: T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** A pending delivery as a shard is handed it again: to the epoch it was recorded in. */
+export interface PendingDelivery {
+  id: string;
+  eventId: string;
+  installationId: string;
+  createdAt: number;
+}
+
+export const PENDING_COLUMNS = ['id', 'event_id', 'installation_id', 'created_at'] as const;
+
+export const pendingDelivery = (row: { id: string; event_id: string; installation_id: string; created_at: number }): PendingDelivery => ({ id: row.id, eventId: row.event_id, installationId: row.installation_id, createdAt: Number(row.created_at) });
+
+export function attemptOf(row: Selectable<AttemptsTable>): AttemptRecord {
+  return {
+    attempt: row.attempt,
+    startedAt: new Date(row.started_at).toISOString(),
+    durationMs: row.duration_ms,
+    url: row.url,
+    ...(row.status_code !== null && { statusCode: row.status_code }),
+    ...(row.error !== null && { error: row.error as AttemptRecord['error'] }),
+    ...(row.error_message !== null && { errorMessage: row.error_message }),
+    ...(row.response_body !== null && { responseBody: row.response_body }),
+    ...(row.next_delay_ms !== null && { nextDelayMs: row.next_delay_ms }),
+  };
+}
+
