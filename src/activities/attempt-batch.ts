@@ -1,18 +1,18 @@
-import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationTarget } from '../installations/types';
-import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
+import type { DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
 import { GroupCommit } from '../group-commit';
 import type { Logger } from '../logger';
 import type { DestinationGuard } from '../net/destination-guard';
 import { PLATFORM_VERSION } from '../version';
-import { MAX_RETRIES, retryDelayMs, verdict } from '../webhooks/schedule';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, InterruptedError, postOnce, unlessStopped } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
-import { attemptDuration, attemptsInterrupted, deliveriesAbsent, deliveriesFinished, logWriteLag, reasonLabel, retriesScheduled, statusClass } from '../metrics';
+import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
+import { retryOf, timeOf, waitUntil, workerStopping } from './retry-clock';
+import { deliveriesAbsent } from '../metrics';
 import { publicEndpoint } from '../installations/urls';
 import { WEBHOOK_INTEGRATION } from '../installations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
@@ -58,128 +58,11 @@ export interface AttemptBatchDependencies {
   attemptTimeoutMs?: number;
 }
 
-/** Metrics of a write of a batch: attempts by outcome class, retries, finished deliveries, the log's lag. */
-function observe(written: DeliveryOutcome[], attemptedNow: Map<string, unknown>, deliveries: Map<string, DeliveryToAttempt>, attemptsEnded: number): void {
-  logWriteLag.observe((Date.now() - attemptsEnded) / 1000);
-  for (const outcome of written) {
-    // An attempt recorded by an earlier run of this batch was counted then.
-    if (outcome.attempt && attemptedNow.has(outcome.id)) attemptDuration.observe({ status_class: statusClass(outcome.attempt.statusCode) }, outcome.attempt.durationMs / 1000);
-    if (outcome.attempt?.error === 'interrupted') attemptsInterrupted.inc({ cause: attemptedNow.has(outcome.id) ? 'stopped' : 'died' });
-    if (outcome.status === 'pending') retriesScheduled.inc();
-    else deliveriesFinished.inc({ status: outcome.status, event_type: deliveries.get(outcome.id)?.eventType ?? 'unknown', reason: reasonLabel(outcome.reason) });
-  }
-}
-
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
 const NO_ROOM_RETRY_MS = 2000;
 
-/**
- * Interrupted attempts (their answers never seen: the worker stopped or died) a delivery is
- * not charged for, at most: the receiver's failures, not the platform's, use up its retries,
- * so one the receiver answered 2xx before a crash is not recorded failed for it. Past this
- * many (a worker that keeps dying), they count.
- */
-const FREE_INTERRUPTIONS = 3;
-
-/**
- * The outcome of one attempt: final, or retried after the wait it chose (recorded with it).
- * Its place in the schedule leaves out the free interrupted attempts before it and itself.
- */
-function judge(id: string, record: AttemptRecord, interruptedBefore: number, retryAfterMs?: number): DeliveryOutcome {
-  const retry = record.attempt - Math.min(FREE_INTERRUPTIONS, interruptedBefore + (record.error === 'interrupted' ? 1 : 0));
-  const next = verdict(record);
-  if (next === 'delivered') return { id, status: 'delivered', attempt: record };
-  if (next === 'failed' || retry > MAX_RETRIES) return { id, status: 'failed', attempt: record };
-  return { id, status: 'pending', attempt: { ...record, nextDelayMs: record.nextDelayMs ?? retryDelayMs(Math.max(1, retry), Math.random(), retryAfterMs) } };
-}
-
-/** What an attempt an earlier run started, and never recorded, is recorded as: its answer is unknown. */
-const interruptedRecord = (started: StartedAttempt): AttemptRecord => ({
-  attempt: started.attempt,
-  startedAt: started.startedAt,
-  durationMs: 0,
-  url: started.url,
-  error: 'interrupted',
-  errorMessage: 'the worker making it stopped before its answer was recorded: the receiver may have had it (its duration is unknown)',
-});
-
-/**
- * What is left of a retry's wait once its batch returns: the wait runs from the end of the
- * attempt (timed in this run on a monotonic clock), not from the end of the batch (its
- * slowest receiver and the log's write). An attempt recorded by an earlier run of the batch
- * gets its whole wait again: another worker's clock cannot shorten it.
- */
-function remainingWait(waitMs: number, endedAt: number | undefined, now = performance.now()): number {
-  return endedAt === undefined ? waitMs : Math.max(0, waitMs - (now - endedAt));
-}
-
 /** How long an attempt's outcome may wait for others to share its write (see OutcomeRecorder). */
 const RECORD_EVERY_MS = 20;
-
-/** This worker process's clock, named: a retry's time read on another one gets CLOCK_MARGIN_MS more. */
-const CLOCK = randomBytes(4).toString('hex');
-/**
- * What a retry chosen on another worker's clock waits beyond its time: workers whose
- * clocks agree within this (NTP keeps them within a few) never send a retry early.
- */
-const CLOCK_MARGIN_MS = 50;
-
-/** A retry's wait left now, and its time on this worker's clock. */
-function retryOf(waitMs: number, endedAt: number | undefined): Pick<AttemptBatchResult, 'retryInMs' | 'retryAt' | 'clock'> {
-  const retryInMs = remainingWait(waitMs, endedAt);
-  return { retryInMs, retryAt: Date.now() + retryInMs, clock: CLOCK };
-}
-
-/** Until a time (ms since 1970) on this worker's clock has passed, or the worker stops. */
-async function waitUntil(at: number, stopping: AbortSignal): Promise<void> {
-  // setTimeout may end a little before Date.now() reaches the time: wait again until it has.
-  while (Date.now() < at && !stopping.aborted) {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        stopping.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, at - Date.now());
-      stopping.addEventListener('abort', done);
-    });
-  }
-}
-
-/**
- * Aborted when this worker stops (past its drain time): its attempts in flight end at once,
- * recorded `interrupted`. Any other cancellation (the batch's run ended, say) leaves them to
- * end by themselves and be recorded, which the next run reads.
- */
-function workerStopping(context: Context): AbortSignal {
-  const stopping = new AbortController();
-  const { cancellationSignal } = context;
-  const onCancel = () => {
-    if (context.cancellationDetails?.workerShutdown || (cancellationSignal.reason as Error | undefined)?.message === 'WORKER_SHUTDOWN') stopping.abort();
-  };
-  if (cancellationSignal.aborted) onCancel();
-  else cancellationSignal.addEventListener('abort', onCancel, { once: true });
-  return stopping.signal;
-}
-
-/** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */
-const timeOf = (entry: AttemptBatchInput['entries'][number]): number => (entry.notBefore === undefined ? 0 : entry.notBefore + (entry.clock === CLOCK ? 0 : CLOCK_MARGIN_MS));
-
-/**
- * An installation that stopped listening after fan-out stops the delivery. A pause always
- * ends it as a replayable failure, before its first attempt too: the event was accepted for
- * it, and a resume must be able to bring it back (fan-out itself records `skipped` for an
- * installation already paused). Deleted or no longer selecting the event, before any
- * attempt it is "not for it" (`skipped`: a replay could not change that); after one, a
- * failure.
- */
-function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
-  const stopped = !target || target.status === 'deleted' ? 'installation_deleted' : target.status === 'paused' ? 'installation_paused' : undefined;
-  const unreachable = target?.integration === WEBHOOK_INTEGRATION && !target.url;
-  const reason = stopped ?? (unreachable || !target?.events.includes(delivery.eventType) ? 'event_not_selected' : undefined);
-  if (!reason) return undefined;
-  return { id: delivery.id, status: attempt === 1 && reason !== 'installation_paused' ? 'skipped' : 'failed', reason };
-}
 
 /**
  * One batch of attempts (DESIGN.md §3), all of one installation, a webhook's POSTs or an
