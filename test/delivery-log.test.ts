@@ -197,7 +197,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.ok(!raw.secrets.includes('top_secret'));
       const rawConfiguration = await stores.db.selectFrom('installations').select('configuration').where('id', '=', 'ins_rev').executeTakeFirstOrThrow();
       assert.ok(!rawConfiguration.configuration.includes('tok_secret'));
-      const target = (await stores.installations.targets(['ins_rev'])).get('ins_rev')!;
+      const target = (await stores.installations.getMany(['ins_rev'])).get('ins_rev')!;
       assert.equal(target.signingSecrets[0]!.secret, 'whsec_top_secret');
       assert.deepEqual(target.configuration, { oauth_credentials: { access_token: 'tok_secret' } });
     });

@@ -107,7 +107,7 @@ describe('OAuth with createOAuthHandler, end to end', function () {
 
     const read = await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token });
     assert.deepEqual(read.body.configuration.oauth_credentials, { access_token: '********' });
-    const stored = (await platform.stores.installations.targets([installation.id])).get(installation.id)!;
+    const stored = (await platform.stores.installations.getMany([installation.id])).get(installation.id)!;
     assert.match(String((stored.configuration.oauth_credentials as any).access_token), /^tok_code-/);
     const raw = await platform.stores.db.selectFrom('installations').select('configuration').where('id', '=', installation.id).executeTakeFirstOrThrow();
     assert.doesNotMatch(raw.configuration, /tok_code/);
@@ -209,7 +209,7 @@ export default createIntegration({
     const done = await fetch((await follow(authorize.toString())).headers.get('location')!);
     assert.match(await done.text(), /Connected/);
     assert.equal(provider.exchanges.at(-1)!.client_id, 'client-2');
-    const stored = () => platform.stores.installations.targets([installation.id]).then((found) => found.get(installation.id)!.configuration as any);
+    const stored = () => platform.stores.installations.getMany([installation.id]).then((found) => found.get(installation.id)!.configuration as any);
     assert.equal((await stored()).connected_with, 'bearer');
     assert.equal((await platform.http('GET', `/v1/installations/${installation.id}`, { token: tenant.token })).body.status, 'active', 'connected, it is active');
     assert.equal((await stored()).oauth_credentials.refresh_token, 'ref_1');

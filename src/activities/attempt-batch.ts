@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { InstallationIndex } from '../installations/read-model';
-import type { InstallationTarget } from '../installations/types';
+import type { InstallationProjection } from '../installations/types';
 import type { DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
 import { GroupCommit } from '../group-commit';
 import type { Logger } from '../logger';
@@ -76,7 +76,7 @@ const RECORD_EVERY_MS = 20;
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
   /** Where an attempt goes: the webhook's URL, or the integration's public endpoint (what its record names). */
-  const attemptUrl = (target: InstallationTarget) => (target.integration === WEBHOOK_INTEGRATION ? target.url! : publicEndpoint(deps.baseUrl, target.integration, target.id));
+  const attemptUrl = (target: InstallationProjection) => (target.integration === WEBHOOK_INTEGRATION ? target.url! : publicEndpoint(deps.baseUrl, target.integration, target.id));
   /**
    * Each attempt is written as started before it goes out, so that a worker dying before
    * its answer is recorded leaves a trace (see interruptedRecord); the attempts of every
@@ -90,7 +90,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
   }, 1000);
 
   /** An event to integration code: its isolate's answer decides as a receiver's would (a timeout is retried). */
-  async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget, stopping: AbortSignal): Promise<DeliveryOutcome> {
+  async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
     const started = Date.now();
     const record = { attempt, startedAt: new Date(started).toISOString(), url: attemptUrl(target) };
     try {
@@ -105,7 +105,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     }
   }
 
-  async function attemptOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget, stopping: AbortSignal): Promise<DeliveryOutcome> {
+  async function attemptOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
     if (target.integration !== WEBHOOK_INTEGRATION) return invokeOne(delivery, attempt, target, stopping);
     const now = Date.now();
     const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
@@ -130,7 +130,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
    * One attempt in a span of its own: a child of the event's ingest span (so the event's
    * trace runs from its POST to its receiver), linked to the batch's activity span.
    */
-  function tracedAttempt(delivery: DeliveryToAttempt, entry: AttemptBatchInput['entries'][number], target: InstallationTarget, stopping: AbortSignal): Promise<DeliveryOutcome> {
+  function tracedAttempt(delivery: DeliveryToAttempt, entry: AttemptBatchInput['entries'][number], target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
     const batch = trace.getActiveSpan()?.spanContext();
     const span = tracer.startSpan(
       target.integration === WEBHOOK_INTEGRATION ? 'webhook attempt' : 'integration event',
@@ -182,9 +182,9 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
        * The installations as read at or after a time, so that a change answered before an
        * attempt's time applies to it; attempts that become due together share one read.
        */
-      let read: { at: number; targets: Promise<Map<string, InstallationTarget>> } | undefined;
+      let read: { at: number; targets: Promise<Map<string, InstallationProjection>> } | undefined;
       const targetsAsOf = (at: number) => {
-        if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.targets(installationIds) };
+        if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.getMany(installationIds) };
         return read.targets;
       };
       /** Deliveries to integration code that found no room in the isolate pool: not attempted. */

@@ -1,4 +1,4 @@
-import type { InstallationTarget } from '../installations/types';
+import type { InstallationProjection } from '../installations/types';
 import { WEBHOOK_INTEGRATION } from '../installations/webhook';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
 import { attemptDuration, attemptsInterrupted, deliveriesFinished, logWriteLag, reasonLabel, retriesScheduled, statusClass } from '../metrics';
@@ -44,7 +44,7 @@ export const interruptedRecord = (started: StartedAttempt): AttemptRecord => ({
  * attempt it is "not for it" (`skipped`: a replay could not change that); after one, a
  * failure.
  */
-export function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationTarget | undefined): DeliveryOutcome | undefined {
+export function notAttempted(delivery: DeliveryToAttempt, attempt: number, target: InstallationProjection | undefined): DeliveryOutcome | undefined {
   const stopped = !target || target.status === 'deleted' ? 'installation_deleted' : target.status === 'paused' ? 'installation_paused' : undefined;
   const unreachable = target?.integration === WEBHOOK_INTEGRATION && !target.url;
   const reason = stopped ?? (unreachable || !target?.events.includes(delivery.eventType) ? 'event_not_selected' : undefined);

@@ -53,7 +53,7 @@ export class Authenticator {
     if (timingSafeEqual(digestOf(token), this.adminDigest)) return { kind: 'admin' };
     if (token.startsWith('itk_')) {
       const installationId = this.installationTokens.verify(token);
-      const installation = installationId && (await this.installations.targets([installationId])).get(installationId);
+      const installation = installationId && (await this.installations.getMany([installationId])).get(installationId);
       // Paused, its code is not called, so nothing of it may act: a token copied out of the isolate included.
       if (!installation || installation.status === 'deleted' || installation.status === 'paused') throw unauthorized();
       return { kind: 'installation', installationId: installation.id, org: installation.target.org, scopes: installation.scopes };

@@ -164,7 +164,8 @@ export async function upload(api: ApiClient, env: NodeJS.ProcessEnv, checked: Ch
 /** What a component's first render gets at check time: an installation of the manifest's organization, configured with its defaults. */
 function checkEnvironment(manifest: Manifest): object {
   const configuration = defaultsOf(manifest.configurations?.account);
-  const installation = { id: 'ins_check', integration: manifest.name, target: { org: manifest.organization }, status: 'active' as const, events: [], createdAt: new Date().toISOString(), revision: 0, scopes: manifest.scopes ?? [], configuration, signingSecrets: [] };
+  const now = new Date().toISOString();
+  const installation = { id: 'ins_check', integration: manifest.name, target: { org: manifest.organization }, status: 'active' as const, events: [], createdAt: now, updatedAt: now, revision: 0, scopes: manifest.scopes ?? [], configuration, signingSecrets: [] };
   return buildEnvironment(installation, { name: manifest.name, version: 0, secrets: {} }, 'http://localhost:8080', 'itk_check');
 }
 

@@ -1,8 +1,7 @@
 import * as wf from '@temporalio/workflow';
 import type { Configuration } from '../installations/configuration';
 import type { ConfigurationSchemas } from '../installations/rules';
-import type { Target } from '../installations/target';
-import type { InstallationStatus, SigningSecret } from '../installations/types';
+import type { InstallationProjection, SigningSecret } from '../installations/types';
 
 /*
  * What the API and the activities ask of an installation's workflow (installation.ts):
@@ -10,18 +9,8 @@ import type { InstallationStatus, SigningSecret } from '../installations/types';
  * the workflow (which imports the activities).
  */
 
-/** What the API shows; secrets are never part of it. */
-export interface InstallationView {
-  id: string;
-  integration: string;
-  version?: number;
-  pinned?: boolean;
-  target: Target;
-  status: InstallationStatus;
-  configuration: Configuration;
-  createdAt: string;
-  updatedAt: string;
-}
+/** What the API shows: the read model's installation without its secrets, scopes, events, URL or revision. */
+export type InstallationView = Pick<InstallationProjection, 'id' | 'integration' | 'version' | 'pinned' | 'target' | 'status' | 'configuration' | 'createdAt' | 'updatedAt'>;
 
 /** What a version brings to an installation of it: its configuration schemas, scopes and the events its code handles. */
 export interface VersionChange {

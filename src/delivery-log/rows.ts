@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { AttemptsTable } from './schema';
-import type { AttemptRecord } from './types';
+import type { AttemptRecord, NewDelivery } from './types';
 
 /** Rows per multi-row statement: well under SQLite's 32,766 bound parameters. */
 const CHUNK = 500;
@@ -12,10 +12,8 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
 }
 
 /** A pending delivery as a shard is handed it again: to the epoch it was recorded in. */
-export interface PendingDelivery {
-  id: string;
-  eventId: string;
-  installationId: string;
+export interface PendingDelivery extends Pick<NewDelivery, 'id' | 'eventId' | 'installationId'> {
+  /** ms since 1970 */
   createdAt: number;
 }
 

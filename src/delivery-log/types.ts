@@ -73,13 +73,8 @@ export interface EventRecord {
   fresh: boolean;
 }
 
-/** One delivery of an attempt batch, as the log knows it. */
-export interface DeliveryToAttempt {
-  id: string;
-  eventId: string;
-  installationId: string;
-  eventType: string;
-  body: string;
+/** One delivery of an attempt batch, as the log knows it: as planned, with what earlier runs recorded of it. */
+export interface DeliveryToAttempt extends Pick<NewDelivery, 'id' | 'eventId' | 'installationId' | 'eventType' | 'body'> {
   /** The attempt asked for, when an earlier run of the batch recorded it: returned instead of sending it again. */
   recorded?: AttemptRecord;
   /** The attempt asked for, when an earlier run of the batch started it and died before recording its answer. */
@@ -89,11 +84,8 @@ export interface DeliveryToAttempt {
 }
 
 /** An attempt as written before it goes out (see AttemptRecords.recordStarted). */
-export interface StartedAttempt {
+export interface StartedAttempt extends Pick<AttemptRecord, 'attempt' | 'startedAt' | 'url'> {
   deliveryId: string;
-  attempt: number;
-  startedAt: string;
-  url: string;
 }
 
 /** What an attempt batch writes for one delivery. */

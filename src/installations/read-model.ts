@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Encryption } from '../encryption';
 import { maskCredentials } from './configuration';
 import type { InstallationsTable, Schema } from '../delivery-log/schema';
-import { LISTED_INSTALLATION_STATUSES, type InstallationProjection, type InstallationStatus, type InstallationSummary, type InstallationTarget, type SigningSecret } from './types';
+import { LISTED_INSTALLATION_STATUSES, type InstallationProjection, type InstallationStatus, type InstallationSummary, type SigningSecret } from './types';
 
 /**
  * The installations' read model in the log's database. Each installation workflow writes
@@ -92,14 +92,13 @@ export class InstallationIndex {
     return rows.map((row) => row.id);
   }
 
-  /** One installation as stored (deleted ones too: their status says so), with when it last changed. */
-  async get(id: string): Promise<(InstallationTarget & { updatedAt: string }) | undefined> {
-    const [row] = await this.db.selectFrom('installations').select('updated_at').where('id', '=', id).execute();
-    const target = row && (await this.targets([id])).get(id);
-    return target && { ...target, updatedAt: new Date(Number(row.updated_at)).toISOString() };
+  /** One installation as stored (deleted ones too: their status says so). */
+  async get(id: string): Promise<InstallationProjection | undefined> {
+    return (await this.getMany([id])).get(id);
   }
 
-  async targets(ids: string[]): Promise<Map<string, InstallationTarget>> {
+  /** Installations as stored, by id (an attempt batch's, in one read). */
+  async getMany(ids: string[]): Promise<Map<string, InstallationProjection>> {
     if (ids.length === 0) return new Map();
     const rows = await this.db.selectFrom('installations').selectAll().where('id', 'in', ids).execute();
     return new Map(
@@ -112,6 +111,7 @@ export class InstallationIndex {
           ...(Number(row.pinned) === 1 && { pinned: true }),
           scopes: JSON.parse(row.scopes) as string[],
           configuration: JSON.parse(this.encryption.open(row.configuration)) as Record<string, unknown>,
+          updatedAt: new Date(Number(row.updated_at)).toISOString(),
         },
       ]),
     );

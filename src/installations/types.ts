@@ -35,6 +35,3 @@ export interface InstallationProjection extends InstallationSummary {
   scopes: string[];
   configuration: Record<string, unknown>;
 }
-
-/** What an attempt or a call into an isolate needs of its installation. */
-export type InstallationTarget = Omit<InstallationProjection, 'updatedAt'>;

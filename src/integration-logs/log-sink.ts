@@ -42,7 +42,8 @@ const EVENT_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
 const WRITE_DEADLINE_MS = 30_000;
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
-interface Installation {
+/** What the sink keeps of each installation that logs: its source and its budgets. */
+interface InstallationBudget {
   source: LogSource;
   bucket: TokenBucket;
   sends: TokenBucket;
@@ -59,7 +60,7 @@ interface Installation {
  * the lines are counted, before they are committed.
  */
 export class IntegrationLogSink {
-  private readonly installations = new Map<string, Installation>();
+  private readonly installations = new Map<string, InstallationBudget>();
   private readonly writes: GroupCommit<NewLogLine[], undefined>;
 
   constructor(
@@ -105,7 +106,7 @@ export class IntegrationLogSink {
     this.write(installation, kept);
   }
 
-  private installationOf(source: LogSource, now: number): Installation {
+  private installationOf(source: LogSource, now: number): InstallationBudget {
     let installation = this.installations.get(source.installationId);
     if (!installation) {
       installation = {
@@ -124,7 +125,7 @@ export class IntegrationLogSink {
   }
 
   /** One platform line per installation that dropped lines since its last notice. */
-  private sayDropped(now: number, which: Iterable<Installation> = this.installations.values()): void {
+  private sayDropped(now: number, which: Iterable<InstallationBudget> = this.installations.values()): void {
     for (const installation of which) {
       if (installation.dropped === 0) {
         // Quiet ones leave the map: it holds the installations that logged lately, not all that ever did.
@@ -138,7 +139,7 @@ export class IntegrationLogSink {
     }
   }
 
-  private write(installation: Installation, lines: NewLogLine[]): void {
+  private write(installation: InstallationBudget, lines: NewLogLine[]): void {
     if (lines.length === 0) return;
     installation.sinceTrim += lines.length;
     const trim = installation.sinceTrim >= this.limits.keptPerInstallation / 10;

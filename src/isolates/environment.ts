@@ -1,5 +1,5 @@
 import type { Manifest } from '../manifest/types';
-import type { InstallationTarget } from '../installations/types';
+import type { InstallationProjection } from '../installations/types';
 import type { IntegrationEnvironment } from '../runtime/types';
 import { targetKind } from '../installations/target';
 import { assetUrl, publicEndpoint } from '../installations/urls';
@@ -10,7 +10,7 @@ import { assetUrl, publicEndpoint } from '../installations/urls';
  * the caller of a public endpoint.
  */
 export function buildEnvironment(
-  installation: InstallationTarget,
+  installation: InstallationProjection,
   version: { name: string; version: number; secrets: Record<string, string>; manifest?: Pick<Manifest, 'icon' | 'title' | 'description' | 'externalLinks'>; assetHashes?: Record<string, string> },
   baseUrl: string,
   token: string,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { InstallationTarget } from '../installations/types';
+import type { InstallationProjection } from '../installations/types';
 import { buildEnvironment } from './environment';
 import type { InstallationTokens } from '../integrations/installation-tokens';
 import type { IntegrationVersions } from '../integrations/versions';
@@ -37,7 +37,7 @@ export class IntegrationRuntime {
     private readonly baseUrl: string,
   ) {}
 
-  async invoke(installation: InstallationTarget, event: IntegrationEvent | Record<string, unknown>, body?: Buffer, deadlineMs = INVOCATION_DEADLINE_MS): Promise<IsolateAnswer> {
+  async invoke(installation: InstallationProjection, event: IntegrationEvent | Record<string, unknown>, body?: Buffer, deadlineMs = INVOCATION_DEADLINE_MS): Promise<IsolateAnswer> {
     const version = await this.versions.get(installation.integration, installation.version!);
     const environment = buildEnvironment(installation, version, this.baseUrl, this.tokens.issue(installation.id));
     const { contentType, payload } = envelope(event, environment, body);

@@ -1,4 +1,4 @@
-import type { InstallationTarget } from '../../installations/types';
+import type { InstallationProjection } from '../../installations/types';
 import { PUBLIC_ENDPOINT_ROUTE, publicEndpoint } from '../../installations/urls';
 import { WEBHOOK_INTEGRATION } from '../../installations/webhook';
 import type { OAuthTicketKind } from '../../delivery-log/oauth-states';
@@ -42,7 +42,7 @@ async function invoking(call: () => Promise<IsolateAnswer>): Promise<IsolateAnsw
 }
 
 /** A paused installation's code is not called, from its public endpoint or its components. */
-function refusePaused(installation: InstallationTarget): void {
+function refusePaused(installation: InstallationProjection): void {
   if (installation.status === 'paused') throw new ApiError(403, 'installation_paused', 'the installation is paused');
 }
 
@@ -51,8 +51,8 @@ const PUBLIC_ENDPOINT_SEGMENTS = PUBLIC_ENDPOINT_ROUTE.split('/').length;
 
 export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
   /** A live installation of a published integration, with what calls into its code need. */
-  async function runnable(id: string): Promise<InstallationTarget | undefined> {
-    const installation = (await deps.installations.targets([id])).get(id);
+  async function runnable(id: string): Promise<InstallationProjection | undefined> {
+    const installation = (await deps.installations.getMany([id])).get(id);
     return installation && installation.status !== 'deleted' && installation.integration !== WEBHOOK_INTEGRATION && installation.version !== undefined ? installation : undefined;
   }
 
@@ -134,7 +134,7 @@ export function oauthRoutes(routes: RouteTable, { oauthStates, installations, ba
       },
     },
     async ({ caller, params }) => {
-      const installation = (await installations.targets([params.id!])).get(params.id!);
+      const installation = (await installations.getMany([params.id!])).get(params.id!);
       if (!installation || installation.status === 'deleted') throw notFound('installation');
       requireMember(caller, installation.target.org, 'installation');
       const connect = oauthStates.issue(installation.id, 'connect');
