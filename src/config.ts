@@ -26,6 +26,8 @@ export interface PlatformConfig {
   egressAllow: string[];
   /** Base64 of 32 bytes; undefined until the embedded default generates one. */
   encryptionKey?: string;
+  /** PLATFORM_DECRYPTION_KEYS: older keys whose payloads and values are still opened, during a rotation. */
+  decryptionKeys: string[];
   /** Undefined: the embedded default starts its own Temporal dev server. */
   temporalAddress?: string;
   temporalNamespace: string;
@@ -78,6 +80,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): PlatformCon
     allowPrivateTargets: env.PLATFORM_ALLOW_PRIVATE_TARGETS === 'true',
     egressAllow: parseEgressAllow(env.PLATFORM_EGRESS_ALLOW ?? ''),
     encryptionKey: encryptionKey(env.PLATFORM_ENCRYPTION_KEY),
+    decryptionKeys: (env.PLATFORM_DECRYPTION_KEYS ?? '').split(',').map((key) => key.trim()).filter(Boolean).map((key) => encryptionKey(key, 'PLATFORM_DECRYPTION_KEYS')!),
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     devServerPort,
@@ -139,13 +142,13 @@ function databaseUrl(raw: string | undefined, dataDir: string): string {
  * to some other 32 bytes, and was refused only later, as "not the key the data directory
  * was started with"; only a key that encodes back to itself is taken.
  */
-function encryptionKey(raw: string | undefined): string | undefined {
+function encryptionKey(raw: string | undefined, name = 'PLATFORM_ENCRYPTION_KEY'): string | undefined {
   if (!raw) return undefined;
   const bytes = Buffer.from(raw, 'base64');
   const unpadded = raw.replace(/=$/, '');
   if (bytes.length !== 32 || (bytes.toString('base64') !== raw && bytes.toString('base64url') !== unpadded && bytes.toString('base64').replace(/=$/, '') !== unpadded)) {
     const why = /[^A-Za-z0-9+/_=-]/.test(raw) ? ', some of them not base64' : bytes.length === 32 ? ' that no encoder writes for 32 bytes (a changed last character?)' : '';
-    throw new Error(`PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64 (44 characters; \`openssl rand -base64 32\` makes one), got ${raw.length} characters${why}`);
+    throw new Error(`${name} must be 32 random bytes in base64 (44 characters; \`openssl rand -base64 32\` makes one), got ${raw.length} characters${why}`);
   }
   return bytes.toString('base64');
 }

@@ -32,9 +32,10 @@ function readStored(file: string): StoredSecrets {
  * A key given by PLATFORM_ENCRYPTION_KEY is the directory's key from its first start: a
  * different one later is refused, since it could read nothing the directory holds (it
  * started healthy and every organization looked gone). A directory from before the
- * fingerprint takes the key it is started with next.
+ * fingerprint takes the key it is started with next. A rotation gives the new key with the
+ * directory's in `olderKeys` (PLATFORM_DECRYPTION_KEYS): the new one is the directory's from then on.
  */
-export function loadOrCreateSecrets(dataDir: string, givenKey?: string): { adminToken: string; encryptionKey: string } {
+export function loadOrCreateSecrets(dataDir: string, givenKey?: string, olderKeys: readonly string[] = []): { adminToken: string; encryptionKey: string } {
   makeDirectory(dataDir, 'PLATFORM_DATA_DIR');
   // Temporal's SQLite file and the log's live here too: a read-only place fails them with "out of memory (14)".
   try {
@@ -46,10 +47,11 @@ export function loadOrCreateSecrets(dataDir: string, givenKey?: string): { admin
   const stored: StoredSecrets = existsSync(file) ? readStored(file) : { adminToken: `adm_${randomBytes(24).toString('base64url')}`, ...(!givenKey && { encryptionKey: generateEncryptionKey() }) };
   const key = givenKey ?? stored.encryptionKey;
   if (!key) throw new Error(`PLATFORM_ENCRYPTION_KEY is not set, and ${dataDir} was first started with one: set it again`);
-  if (stored.keyFingerprint && stored.keyFingerprint !== fingerprint(key)) {
+  const rotated = stored.keyFingerprint !== undefined && olderKeys.some((older) => fingerprint(older) === stored.keyFingerprint);
+  if (stored.keyFingerprint && stored.keyFingerprint !== fingerprint(key) && !rotated) {
     throw new Error(`PLATFORM_ENCRYPTION_KEY is not the key ${dataDir} was first started with${givenKey ? '' : ' (its secrets.json holds another)'}: it could read nothing there. Use that key, or another PLATFORM_DATA_DIR`);
   }
-  if (!stored.keyFingerprint) {
+  if (!stored.keyFingerprint || (rotated && stored.keyFingerprint !== fingerprint(key))) {
     writeFileSync(file, JSON.stringify({ ...stored, keyFingerprint: fingerprint(key) }, null, 2), { mode: 0o600 });
     chmodSync(file, 0o600);
   }

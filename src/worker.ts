@@ -3,6 +3,7 @@ import { NativeConnection, Worker, type State, type WorkflowBundle } from '@temp
 import { createActivities, type ActivityDependencies } from './activities';
 import type { Client } from '@temporalio/client';
 import { dataConverter } from './temporal/client';
+import type { EncryptionCodec } from './temporal/codec';
 import type { Tracing } from './tracing';
 import { tracingWorkerOptions } from './tracing/temporal';
 import { retryTaskQueue } from './workflows/delivery-shard';
@@ -15,7 +16,8 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'attempts' | '
   address: string;
   namespace: string;
   taskQueue: string;
-  encryptionKey: string;
+  /** The process's payload codec (its keys). */
+  codec: EncryptionCodec;
   /** Workflow and activity spans, exported with the process's. */
   tracing?: Tracing;
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
@@ -63,7 +65,7 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
   const shared = {
     connection,
     namespace: options.namespace,
-    dataConverter: dataConverter(options.encryptionKey),
+    dataConverter: dataConverter(options.codec),
     // A stop lets attempts in flight end by themselves for DRAIN_MS; then the rest are
     // interrupted (recorded so: their answer was not seen) and their batches end, so that
     // every attempt that went out is in the log and nothing is sent twice by a rerun.

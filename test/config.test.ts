@@ -56,6 +56,8 @@ describe('configuration from the environment', function () {
     assert.throws(() => configFromEnv({ PLATFORM_ENCRYPTION_KEY: spareBits }), /got 44 characters that no encoder writes for 32 bytes/);
     for (const bad of [`!!${key}`, `${key} `, `"${key}"`, key.slice(0, 40), `${key}AAAA`, spareBits]) {
       assert.throws(() => configFromEnv({ PLATFORM_ENCRYPTION_KEY: bad }), (err: Error) => err.message.startsWith('PLATFORM_ENCRYPTION_KEY must be 32 random bytes in base64') && !err.message.includes(key.slice(0, 8)), JSON.stringify(bad));
+      // In the list, space around a key is a separator's, not the key's.
+      if (bad.trim() === bad) assert.throws(() => configFromEnv({ PLATFORM_DECRYPTION_KEYS: `${generateEncryptionKey()}, ${bad}` }), (err: Error) => err.message.startsWith('PLATFORM_DECRYPTION_KEYS must be 32 random bytes in base64') && !err.message.includes(key.slice(0, 8)), JSON.stringify(bad));
     }
   });
 

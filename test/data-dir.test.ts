@@ -26,6 +26,17 @@ describe('the data directory of the embedded default', function () {
     assert.throws(() => loadOrCreateSecrets(dir), /PLATFORM_ENCRYPTION_KEY is not set, and .* was first started with one/);
   });
 
+  it('rotates: a new key given with the directory\'s in PLATFORM_DECRYPTION_KEYS becomes its key; the old one alone is refused after', function () {
+    const dir = fresh();
+    const old = generateEncryptionKey();
+    const next = generateEncryptionKey();
+    loadOrCreateSecrets(dir, old);
+    assert.throws(() => loadOrCreateSecrets(dir, next), /could read nothing there/);
+    assert.equal(loadOrCreateSecrets(dir, next, [old]).encryptionKey, next);
+    assert.equal(loadOrCreateSecrets(dir, next).encryptionKey, next);
+    assert.throws(() => loadOrCreateSecrets(dir, old), /could read nothing there/);
+  });
+
   it('lets a directory from before the fingerprint take the key it is started with, then holds it to that key', function () {
     const dir = fresh();
     const key = generateEncryptionKey();

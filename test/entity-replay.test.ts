@@ -4,6 +4,7 @@ import { gunzipSync } from 'node:zlib';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { dataConverter } from '../src/temporal/client';
+import { EncryptionCodec } from '../src/temporal/codec';
 import { testSettings } from './support/settings';
 
 const HISTORIES = path.join(__dirname, '..', '..', 'test', 'fixtures', 'histories');
@@ -14,7 +15,7 @@ const RECORDED_KEY = 'nOS6KgTk0wYvGTzQxZ33Llb5TBuy/GHNdbtJNgtDOoo=';
 describe('entity workflow histories recorded by earlier versions', function () {
   this.timeout(60_000);
   const replay = (file: string, workflowId: string) =>
-    Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(RECORDED_KEY) }, temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, file)))), workflowId);
+    Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(new EncryptionCodec(RECORDED_KEY)) }, temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, file)))), workflowId);
 
   it('replays a directory run of 2f57189 (creations written to no read model) without a nondeterminism error', async function () {
     // Two organizations and two users, created through the API.

@@ -35,6 +35,7 @@ describe('GET /openapi.json and the system routes', function () {
         adminToken: 'x',
         webhookGuard: webhookGuard(false, new PlatformPorts()),
         encryptionKey: generateEncryptionKey(),
+        codec: platform.parts.codec,
         stores: platform.stores,
         runtime: createIntegrationRuntime({ client: platform.client, encryptionKey: generateEncryptionKey(), baseUrl: 'http://x', egressGuard: webhookGuard(false, new PlatformPorts()), platformPorts: new PlatformPorts() }).runtime,
         ingest: platform.parts.ingest,
@@ -52,7 +53,7 @@ describe('GET /openapi.json and the system routes', function () {
   });
 
   it('GET /healthz and /readyz answer 200 while Temporal and the log answer; /livez always', async function () {
-    for (const path of ['/healthz', '/readyz']) assert.deepEqual((await platform.http('GET', path)).body, { status: 'ok', checks: { temporal: 'ok', database: 'ok' } });
+    for (const path of ['/healthz', '/readyz']) assert.deepEqual((await platform.http('GET', path)).body, { status: 'ok', checks: { temporal: 'ok', database: 'ok', keys: 'ok' } });
     assert.deepEqual((await platform.http('GET', '/livez')).body, { status: 'ok' });
   });
 

@@ -4,6 +4,7 @@ import { gunzipSync } from 'node:zlib';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { dataConverter } from '../src/temporal/client';
+import { EncryptionCodec } from '../src/temporal/codec';
 import { testSettings } from './support/settings';
 
 const HISTORIES = path.join(__dirname, '..', '..', 'test', 'fixtures', 'histories');
@@ -21,12 +22,12 @@ describe('delivery shard histories recorded by earlier versions', function () {
   it('replays a run of 0.1.0 (update hand-overs, one batch per lane, retries on timers) without a nondeterminism error', async function () {
     // Recorded with the platform at 4c761b0: 60 events to two installations, one POST in five answered 500.
     const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, 'delivery-shard-0.1.0.bin.gz'))));
-    await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(RECORDED_KEY) }, history, 'delivery-shard/0');
+    await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(new EncryptionCodec(RECORDED_KEY)) }, history, 'delivery-shard/0');
   });
 
   it('replays an epoch run of 8f350da (a timer started in each workflow task and cancelled in the next, led retries) without a nondeterminism error', async function () {
     // Recorded with the platform at 8f350da: 100 events a second to one installation, one POST in five answered 500.
     const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, 'delivery-epoch-8f350da.bin.gz'))));
-    await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(EPOCH_RECORDED_KEY) }, history, 'delivery-shard/0/epoch');
+    await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(new EncryptionCodec(EPOCH_RECORDED_KEY)) }, history, 'delivery-shard/0/epoch');
   });
 });

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { Liveness } from '../temporal/supervised-dev-server';
 import type { HttpLimits } from './http-server';
-import { EncryptionCodec } from '../temporal/codec';
+import type { EncryptionCodec } from '../temporal/codec';
 import type { DestinationGuard } from '../net/destination-guard';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../delivery-log/schema';
@@ -41,6 +41,8 @@ export interface ApiSettings {
   webhookGuard: DestinationGuard;
   /** PLATFORM_ENCRYPTION_KEY: the codec endpoint's key and the installation tokens' root. */
   encryptionKey: string;
+  /** The process's payload codec: the codec endpoint's, and what readiness asks about keys. */
+  codec: EncryptionCodec;
   stores: ApiStores;
   /** Calls into integration code (isolates). */
   runtime: IntegrationRuntime;
@@ -59,7 +61,6 @@ export interface ApiSettings {
 
 /** What routes use: the settings and the services built from them. */
 export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'encryptionKey' | 'httpLimits'> {
-  codec: EncryptionCodec;
   installationTokens: InstallationTokens;
   installations: InstallationIndex;
   directory: DirectoryIndex;
@@ -80,7 +81,6 @@ export function buildApiDeps({ stores, encryptionKey, httpLimits: _limits, ...se
   const pageTokens = new PageTokens(settings.adminToken);
   return {
     ...settings,
-    codec: new EncryptionCodec(encryptionKey),
     installationTokens: new InstallationTokens(encryptionKey),
     installations: stores.installations,
     directory: stores.directory,

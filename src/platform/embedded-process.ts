@@ -25,7 +25,7 @@ export async function runEmbeddedProcess(heed: Heed): Promise<void> {
   // minute). On Linux the dev server, go and the isolates die with this process anyway.
   const started = heed(logger, () => process.stdout.write('Stopping…\n'));
   const tracing = startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? 'integration-platform' });
-  const generated = loadOrCreateSecrets(config.dataDir, config.encryptionKey);
+  const generated = loadOrCreateSecrets(config.dataDir, config.encryptionKey, config.decryptionKeys);
   const adminToken = config.adminToken ?? generated.adminToken;
   const guards = await guardsOf(config);
 
@@ -50,6 +50,7 @@ export async function runEmbeddedProcess(heed: Heed): Promise<void> {
       namespace: config.temporalNamespace,
       taskQueue: config.taskQueue,
       encryptionKey: generated.encryptionKey,
+      decryptionKeys: config.decryptionKeys,
       databaseUrl: config.databaseUrl,
       temporalUiUrl: config.temporalUiUrl ?? devServer?.uiUrl,
       baseUrl: config.baseUrl,

@@ -22,6 +22,7 @@ export async function startExternal(config: PlatformConfig, heed: Heed, role: 'a
       namespace: config.temporalNamespace,
       taskQueue: config.taskQueue,
       encryptionKey: requireSetting(config, 'encryptionKey', 'PLATFORM_ENCRYPTION_KEY'),
+      decryptionKeys: config.decryptionKeys,
       databaseUrl: config.databaseUrl,
       temporalUiUrl: config.temporalUiUrl,
       baseUrl: config.baseUrl,

@@ -7,6 +7,9 @@ import type { Logger } from '../logger';
 import type { Tracing } from '../tracing';
 import type { StartedParts } from '../lifecycle';
 import { connectClient } from '../temporal/client';
+import { EncryptionCodec } from '../temporal/codec';
+import { assertKeysOpen } from '../temporal/key-probe';
+import { DIRECTORY_WORKFLOW_ID } from '../workflows/directory';
 import { IngestService } from '../ingest/ingest-service';
 import { ShardClient, type ShardLimits } from '../ingest/shard-client';
 import { createIntegrationRuntime } from '../isolates';
@@ -21,6 +24,8 @@ export interface PartsSettings {
   taskQueue: string;
   /** PLATFORM_ENCRYPTION_KEY: payloads, secrets at rest, installation tokens. */
   encryptionKey: string;
+  /** PLATFORM_DECRYPTION_KEYS: older keys still opened during a rotation. */
+  decryptionKeys?: readonly string[];
   databaseUrl: string;
   /** Delivery records link to the shard run in it. */
   temporalUiUrl?: string;
@@ -43,6 +48,8 @@ export interface PartsSettings {
 /** The parts the API and the worker of one process share: built once, stopped with the process. */
 export interface PlatformParts {
   settings: PartsSettings;
+  /** The payload codec of the process's client, worker and API: one set of keys, one record of keys it lacked. */
+  codec: EncryptionCodec;
   client: Client;
   stores: PlatformStores;
   runtime: IntegrationRuntime;
@@ -63,10 +70,12 @@ export async function guardsOf(config: PlatformConfig): Promise<Pick<PartsSettin
  * start) closes them, last built first: the isolates, the Temporal client, the stores.
  */
 export async function buildParts(settings: PartsSettings, started: StartedParts): Promise<PlatformParts> {
-  const { address, namespace, encryptionKey, tracing, logger } = settings;
+  const { address, namespace, encryptionKey, decryptionKeys, tracing, logger } = settings;
+  const codec = new EncryptionCodec(encryptionKey, decryptionKeys);
   // The database first: its trouble is said before any wait on Temporal.
-  const stores = await started.add('the delivery log', await openStores({ url: settings.databaseUrl, encryptionKey, namespace, temporalUiUrl: settings.temporalUiUrl, logger }), (opened) => opened.close());
-  const client = await started.add('the Temporal client', await connectClient({ address, namespace, encryptionKey, tracing }), (connected) => connected.connection.close());
+  const stores = await started.add('the delivery log', await openStores({ url: settings.databaseUrl, encryptionKey, decryptionKeys, namespace, temporalUiUrl: settings.temporalUiUrl, logger }), (opened) => opened.close());
+  const client = await started.add('the Temporal client', await connectClient({ address, namespace, codec, tracing }), (connected) => connected.connection.close());
+  await assertKeysOpen(client, namespace, DIRECTORY_WORKFLOW_ID, [encryptionKey, ...(decryptionKeys ?? [])]);
   const { runtime, pool } = createIntegrationRuntime({
     client,
     encryptionKey,
@@ -80,5 +89,5 @@ export async function buildParts(settings: PartsSettings, started: StartedParts)
   });
   const isolates = await started.add('the isolates', pool, (running) => running.close());
   const ingest = new IngestService(stores.events, stores.installations, new ShardClient(client, settings.taskQueue, settings.deliveryShards, settings.shardLimits));
-  return { settings, client, stores, runtime, isolates, ingest };
+  return { settings, codec, client, stores, runtime, isolates, ingest };
 }

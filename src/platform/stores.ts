@@ -17,6 +17,8 @@ export interface StoreOptions {
   /** PLATFORM_DATABASE_URL: `postgres://…` or `sqlite:<file>`. */
   url: string;
   encryptionKey: string;
+  /** Older keys whose values are still opened (PLATFORM_DECRYPTION_KEYS). */
+  decryptionKeys?: readonly string[];
   /** PLATFORM_TEMPORAL_UI_URL: delivery records link to the shard run in it. */
   temporalUiUrl?: string;
   namespace: string;
@@ -42,7 +44,7 @@ export interface PlatformStores {
 /** The delivery log, the read models (installations, the directory) and integrations' logs, on one database, migrated. */
 export async function openStores(options: StoreOptions): Promise<PlatformStores> {
   const database = await openLogDatabase(options.url, options.logger);
-  const encryption = new Encryption(options.encryptionKey);
+  const encryption = new Encryption(options.encryptionKey, options.decryptionKeys);
   const ui = options.temporalUiUrl?.replace(/\/+$/, '');
   const workflowUrl = (workflowId: string, runId: string) => (ui ? `${ui}/namespaces/${encodeURIComponent(options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history` : undefined);
   const deliveries = new DeliveryReads(database.db, workflowUrl);

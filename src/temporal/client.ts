@@ -3,7 +3,7 @@ import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 import { InterceptingCall, Metadata as GrpcMetadata, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
 import { temporalClientErrors } from '../metrics';
-import { EncryptionCodec } from './codec';
+import type { EncryptionCodec } from './codec';
 import type { Tracing } from '../tracing';
 import { tracingClientInterceptors } from '../tracing/temporal';
 import { trackCall } from './calls-in-flight';
@@ -11,14 +11,15 @@ import { trackCall } from './calls-in-flight';
 export interface TemporalSettings {
   address: string;
   namespace: string;
-  encryptionKey: string;
+  /** The process's payload codec (its keys), shared with its worker and API. */
+  codec: EncryptionCodec;
   /** When set, every workflow call carries the caller's span. */
   tracing?: Tracing;
 }
 
 /** The one data converter of every client and worker: all payloads go through the codec. */
-export function dataConverter(encryptionKey: string): DataConverter {
-  return { payloadCodecs: [new EncryptionCodec(encryptionKey)] };
+export function dataConverter(codec: EncryptionCodec): DataConverter {
+  return { payloadCodecs: [codec] };
 }
 
 /** Longest a call of the API's may wait on Temporal, retries included: then it is unavailable (503). */
@@ -163,5 +164,5 @@ export async function connectClient(settings: TemporalSettings): Promise<Client>
     NativeConnection.connect({ address: settings.address }),
   ]);
   const connection = new SplitConnection(grpc, native);
-  return new Client({ connection, namespace: settings.namespace, dataConverter: dataConverter(settings.encryptionKey), interceptors: { workflow: tracingClientInterceptors(settings.tracing) } });
+  return new Client({ connection, namespace: settings.namespace, dataConverter: dataConverter(settings.codec), interceptors: { workflow: tracingClientInterceptors(settings.tracing) } });
 }

@@ -1,26 +1,34 @@
 import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { Encryption } from '../encryption';
+import { Encryption, UnknownKeyError } from '../encryption';
 
 export { generateEncryptionKey } from '../encryption';
 
 const ENCODING = 'binary/encrypted';
-const KEY_ID = 'encryption-key-id';
+/** The id of the key that sealed a payload, in its metadata: an operator sees which key a history needs. */
+export const KEY_ID_METADATA = 'encryption-key-id';
 
 /**
  * Every Temporal payload encrypted (DESIGN.md §5): signing secrets, configurations and
- * event bodies never stand in clear in workflow histories.
+ * event bodies never stand in clear in workflow histories. Sealed with the current key,
+ * opened with the key the payload names (older ones from PLATFORM_DECRYPTION_KEYS).
  */
 export class EncryptionCodec implements PayloadCodec {
   private readonly encryption: Encryption;
+  /**
+   * Key ids of payloads this codec met and could not open (another process of the
+   * namespace seals with a key this one lacks): every workflow task carrying one fails
+   * here, so readiness says so, naming them. One codec serves a process's client, worker and API.
+   */
+  readonly unknownKeys = new Set<string>();
 
-  constructor(keyBase64: string) {
-    this.encryption = new Encryption(keyBase64);
+  constructor(keyBase64: string, olderKeys: readonly string[] = []) {
+    this.encryption = new Encryption(keyBase64, olderKeys);
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => ({
-      metadata: { [METADATA_ENCODING_KEY]: Buffer.from(ENCODING), [KEY_ID]: Buffer.from(this.encryption.keyId) },
+      metadata: { [METADATA_ENCODING_KEY]: Buffer.from(ENCODING), [KEY_ID_METADATA]: Buffer.from(this.encryption.keyId) },
       data: this.encryption.encrypt(temporal.api.common.v1.Payload.encode(payload).finish()),
     }));
   }
@@ -28,9 +36,13 @@ export class EncryptionCodec implements PayloadCodec {
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
       if (Buffer.from(payload.metadata?.[METADATA_ENCODING_KEY] ?? []).toString() !== ENCODING) return payload;
-      const keyId = Buffer.from(payload.metadata?.[KEY_ID] ?? []).toString();
-      if (keyId !== this.encryption.keyId) throw new Error(`payload was encrypted with key ${keyId}, this process has key ${this.encryption.keyId}`);
-      return temporal.api.common.v1.Payload.decode(this.encryption.decrypt(Buffer.from(payload.data ?? [])));
+      const keyId = Buffer.from(payload.metadata?.[KEY_ID_METADATA] ?? []).toString();
+      try {
+        return temporal.api.common.v1.Payload.decode(this.encryption.decrypt(Buffer.from(payload.data ?? []), keyId));
+      } catch (err) {
+        if (err instanceof UnknownKeyError) this.unknownKeys.add(keyId);
+        throw err;
+      }
     });
   }
 }

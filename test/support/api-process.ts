@@ -13,7 +13,11 @@ export class ApiProcess {
   url = '';
   private child?: ChildProcess;
 
-  constructor(private readonly platform: TestPlatform) {}
+  /** `env` replaces what it names (another key, say). */
+  constructor(
+    private readonly platform: TestPlatform,
+    private readonly env: NodeJS.ProcessEnv = {},
+  ) {}
 
   async start(): Promise<this> {
     const { address, encryptionKey } = testSettings();
@@ -33,6 +37,7 @@ export class ApiProcess {
         PLATFORM_DATABASE_URL: this.platform.databaseUrl,
         PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
         LOG_LEVEL: 'silent',
+        ...this.env,
       },
       stdio: 'ignore',
     });

@@ -7,13 +7,16 @@ import { manifestSchema } from '../../manifest/validate';
 import { eventSchemas } from '../../webhooks/events';
 import type { RouteTable } from '../route-table';
 
+/** A check's failure that tells whoever asks why: nothing in it is secret (key ids are hash prefixes). */
+class SaidCheckFailure extends Error {}
+
 const healthSchema = { type: 'object', required: ['status'], properties: { status: { const: 'ok' }, checks: { type: 'object', additionalProperties: { type: 'string' } } } };
 
 /** Each dependency gets this long to answer a health check. */
 const CHECK_MS = 1500;
 const NO_ANSWER = `no answer within ${CHECK_MS} ms`;
 
-export function systemRoutes(routes: RouteTable, { client, baseUrl, installations, adminToken, logger, liveness }: ApiDeps): void {
+export function systemRoutes(routes: RouteTable, { client, baseUrl, installations, adminToken, logger, liveness, codec }: ApiDeps): void {
   routes.add(
     {
       method: 'get',
@@ -30,6 +33,10 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl, installation
   const checks: Record<string, () => Promise<unknown>> = {
     temporal: () => client.withDeadline(Date.now() + CHECK_MS, () => client.workflowService.getSystemInfo({})),
     database: () => installations.ping(),
+    // Payloads this process cannot open fail every workflow task that carries them.
+    keys: async () => {
+      if (codec.unknownKeys.size) throw new SaidCheckFailure(`payloads sealed with key ${[...codec.unknownKeys].join(', ')} reach this process, which lacks it (PLATFORM_ENCRYPTION_KEY, PLATFORM_DECRYPTION_KEYS)`);
+    },
   };
   /** Every dependency at once, each bounded: ready when all answer, otherwise 503 naming what is down. */
   async function readiness() {
@@ -41,7 +48,7 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl, installation
           (err: Error) => {
             // The raw error names hosts and ports: in the log, not to whoever asks (this route is open).
             if (err.message !== NO_ANSWER) logger.warn({ dependency: name, reason: err.message.split('\n')[0] }, 'readiness check failed');
-            return { name, ok: false, message: err.message === NO_ANSWER ? NO_ANSWER : 'does not answer' };
+            return { name, ok: false, message: err.message === NO_ANSWER || err instanceof SaidCheckFailure ? err.message : 'does not answer' };
           },
         );
       }),
@@ -51,7 +58,7 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl, installation
     return { status: 200, body: { status: 'ok', checks: Object.fromEntries(outcomes.map((o) => [o.name, o.message])) } };
   }
   const healthResponses = { 200: { description: 'Every dependency answers', schema: healthSchema }, 503: { description: 'Named in details: what does not answer' } };
-  routes.add({ method: 'get', path: '/readyz', summary: 'Ready when Temporal and the delivery log answer (each within 1.5 s)', access: 'anyone', ownDeadline: true, responses: healthResponses }, readiness);
+  routes.add({ method: 'get', path: '/readyz', summary: 'Ready when Temporal and the delivery log answer (each within 1.5 s) and no payload sealed with a key this process lacks has reached it', access: 'anyone', ownDeadline: true, responses: healthResponses }, readiness);
   routes.add({ method: 'get', path: '/healthz', summary: 'Same as /readyz', access: 'anyone', ownDeadline: true, responses: healthResponses }, readiness);
   routes.add(
     {
