@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Context } from '@temporalio/activity';
 
 /** When a retry is due and on whose clock, and when a worker stopping ends the attempts in flight. */
@@ -50,6 +51,8 @@ export async function waitUntil(at: number, stopping: AbortSignal): Promise<void
  */
 export function workerStopping(context: Context): AbortSignal {
   const stopping = new AbortController();
+  // Every attempt of the batch waits on it (its retry time, its answer): Node's warning past 10 listeners is no leak here.
+  setMaxListeners(0, stopping.signal);
   const { cancellationSignal } = context;
   const onCancel = () => {
     if (context.cancellationDetails?.workerShutdown || (cancellationSignal.reason as Error | undefined)?.message === 'WORKER_SHUTDOWN') stopping.abort();
