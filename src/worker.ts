@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NativeConnection, Worker, type State, type WorkflowBundle } from '@temporalio/worker';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { NativeConnection, Worker, type State, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import type { Client } from '@temporalio/client';
 import { dataConverter } from './temporal/client';
@@ -21,7 +23,7 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'attempts' | '
   /** Workflow and activity spans, exported with the process's. */
   tracing?: Tracing;
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
-  workflowBundle?: WorkflowBundle;
+  workflowBundle?: WorkflowBundleOption;
   client: Client;
   stores: Pick<ActivityDependencies, 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs'>;
 }
@@ -31,6 +33,15 @@ export interface PlatformWorker {
   run(): Promise<void>;
   shutdown(): void;
   getState(): State;
+}
+
+/** Where `npm run build` writes the workflows' bundle (src/platform/bundle-workflows.ts). */
+export const PREBUILT_WORKFLOW_BUNDLE = path.join(__dirname, 'workflows.bundle.js');
+
+/** The bundle given, else the one the build made, else the workflows bundled now (a build by `tsc` alone). */
+function workflowsOf(given: WorkflowBundleOption | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
+  if (given) return { workflowBundle: given };
+  return existsSync(PREBUILT_WORKFLOW_BUNDLE) ? { workflowBundle: { codePath: PREBUILT_WORKFLOW_BUNDLE } } : { workflowsPath: require.resolve('./workflows') };
 }
 
 /**
@@ -77,7 +88,7 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     await Worker.create({
       ...shared,
       taskQueue: options.taskQueue,
-      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+      ...workflowsOf(options.workflowBundle),
       activities,
       maxConcurrentActivityTaskExecutions: ATTEMPT_SLOTS,
       // A shard whose worker died waits this long for it before another worker takes over

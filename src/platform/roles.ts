@@ -1,4 +1,4 @@
-import type { WorkflowBundle } from '@temporalio/worker';
+import type { WorkflowBundleOption } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../api/app';
 import type { ApiSettings } from '../api/deps';
 import type { StartedParts } from '../lifecycle';
@@ -10,7 +10,7 @@ export interface WorkerRole {
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
   retentionDays: number;
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
-  workflowBundle?: WorkflowBundle;
+  workflowBundle?: WorkflowBundleOption;
   attemptTimeoutMs?: number;
 }
 
