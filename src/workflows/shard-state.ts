@@ -1,0 +1,237 @@
+import type { AttemptBatchResult } from '../activities/attempt-batch';
+import { MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
+
+/**
+ * What a run carries to the next stays under the server's 2 MB payload limit: past it the
+ * continue-as-new is refused and the run terminated, and the retries it held (attempted
+ * once, so no stranded sweep finds them) stay pending for good. Entries are 150-520 bytes
+ * (an eventId of up to 200 characters, a trace, a retry's time): at most ALWAYS_CARRIABLE
+ * always fit; past that what would be carried is measured.
+ */
+const MAX_CARRIED_BYTES = 1_500_000;
+const ALWAYS_CARRIABLE = 2_500;
+/** Deliveries per attempt batch (one activity). */
+const BATCH = 100;
+/** Hand-overs per run: a bounded history (and, for updates, under the server's 2,000 per run). */
+const HAND_OVERS_PER_RUN = 1500;
+/**
+ * Batches in flight per first-attempt lane. A lane with one in flight starts another only
+ * when it has a full batch: one busy installation is not held to one batch per round
+ * trip, and a receiver that hangs holds a few slots, not the shard.
+ */
+const LANE_BATCHES = 4;
+/**
+ * Batches in flight per retry lane, partial ones included: with the lead, several overlap
+ * while they wait for their time (a receiver that hangs: one partial one, once a batch of it timed out throughout).
+ */
+const RETRY_LANE_BATCHES = 8;
+/** Batches in flight at once in one run: the server fails a workflow task past 2,000 pending activities. */
+const MAX_BATCHES_IN_FLIGHT = 500;
+/**
+ * A carried batch's deliveries wait this long from the batch's start: a retry's wait for
+ * its time (the lead and the grouping, 2 s at most), its attempts (10 s each at most) and
+ * their record are over by then, so the next run finds them recorded and sends nothing twice.
+ */
+const CARRIED_BATCH_DELAY_MS = 17_000;
+
+/**
+ * How a run behaves, as the patches its history recorded decide (see deliveryShardWorkflow):
+ * a run started before a change replays as it ran.
+ */
+export interface ShardRules {
+  /** First attempts and retries batched apart, in lanes; batches in flight capped (`batch-lanes`). */
+  lanes: boolean;
+  /** A lane may have more than one batch in flight (`lane-pipeline`). */
+  pipelined: boolean;
+  /** Retries start `lead` ms before they are due, grouped within `group` ms (`retry-lead`). */
+  led: boolean;
+  lead: number;
+  group: number;
+  /** What is carried over is bounded by its size, not its count alone (`carry-bytes`). */
+  bytesBounded: boolean;
+  /** Retry lanes whose receivers hang start partial batches one at a time (`hanging-lane-partial-batches`). */
+  holdsHanging: boolean;
+}
+
+export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');
+
+/**
+ * What a delivery shard's run holds and the rules it keeps: deliveries queued per lane,
+ * retries waiting for their time, batches in flight, lanes whose receivers hang. The
+ * workflow wires the handlers, the timer and the activities to it.
+ */
+export class ShardState {
+  /** Every id queued, waiting or in flight: a delivery handed over twice is attempted once. */
+  readonly known = new Set<string>();
+  /** Due now, per lane, in arrival order. */
+  private readonly ready = new Map<string, ShardEntry[]>();
+  /** Retries waiting for their time. */
+  private waiting: ShardEntry[] = [];
+  /** Batches in flight per lane. */
+  private readonly laneFlights = new Map<string, number>();
+  /** Batches in flight, with their start (workflow time). */
+  readonly flying = new Map<number, { entries: ShardEntry[]; startedAt: number }>();
+  private batches = 0;
+  private handOvers = 0;
+  /** Something happened that the loop has not looked at yet. */
+  changed = false;
+
+  constructor(
+    private readonly input: ShardInput,
+    readonly rules: ShardRules,
+    /**
+     * Retry lanes whose last batch had every attempt time out: their receiver hangs, and each batch
+     * holds a worker slot, and a place among the run's batches in flight, for the whole
+     * attempt timeout. Such a retry lane starts a partial batch only when none is in flight,
+     * as a first-attempt lane always does (what falls due meanwhile goes in the next); full
+     * ones still go side by side, so a busy installation keeps its pace. Receivers that hang
+     * at a trickle of events, each retry its own small batch, cannot take the places other
+     * installations' attempts need. One answer from the receiver, whatever its status, lifts it.
+     * A run continued as new is handed them.
+     */
+    private readonly hanging: Set<string>,
+  ) {
+    for (const entry of input.entries ?? []) this.add(entry);
+  }
+
+  /**
+   * An installation's first attempts and its retries are batched apart, in lanes of their
+   * own: a retry goes out when due, not after the first attempts in flight, and a slow
+   * receiver holds its lanes' slots (LANE_BATCHES and RETRY_LANE_BATCHES) at most.
+   */
+  laneOf(entry: ShardEntry): string {
+    return this.rules.lanes && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId;
+  }
+
+  /** When a waiting entry goes to its lane. */
+  readyAt(entry: ShardEntry): number {
+    return this.rules.led && entry.notBefore !== undefined ? entry.dueAt - this.rules.lead : entry.dueAt;
+  }
+
+  private makeReady(entry: ShardEntry): void {
+    const list = this.ready.get(this.laneOf(entry));
+    if (list) list.push(entry);
+    else this.ready.set(this.laneOf(entry), [entry]);
+  }
+
+  private add(entry: ShardEntry): void {
+    this.known.add(entry.id);
+    if (this.readyAt(entry) > Date.now()) this.waiting.push(entry);
+    else this.makeReady(entry);
+    this.changed = true;
+  }
+
+  /** Takes what is new of a hand-over (a delivery handed over twice is attempted once); answers how many. */
+  accept(items: ShardItem[]): number {
+    this.handOvers += 1;
+    let added = 0;
+    for (const item of items) {
+      if (this.known.has(item.id)) continue;
+      this.add({ id: item.id, installationId: item.installationId, ...(item.trace && { trace: item.trace }), attempt: 1, dueAt: 0 });
+      added += 1;
+    }
+    return added;
+  }
+
+  /** A batch leaves for its attempts: answers its number, for `ended`. */
+  started(lane: string, entries: ShardEntry[]): number {
+    this.laneFlights.set(lane, (this.laneFlights.get(lane) ?? 0) + 1);
+    const batch = ++this.batches;
+    this.flying.set(batch, { entries, startedAt: Date.now() });
+    return batch;
+  }
+
+  /** A batch's results: finished deliveries are forgotten, retries wait for their time. */
+  settle(lane: string, entries: ShardEntry[], results: AttemptBatchResult[]): void {
+    this.noteHanging(lane, results);
+    const byId = new Map(results.map((result) => [result.id, result]));
+    for (const entry of entries) {
+      const result = byId.get(entry.id);
+      this.known.delete(entry.id);
+      if (result?.retryInMs === undefined) continue;
+      // Led, a retry is due at the time the attempt's worker chose (retryAt), which the
+      // batch waits for: the trip of this result to the workflow does not lengthen the wait.
+      const notBefore = this.rules.led ? result.retryAt : undefined;
+      // Not attempted (`again`: no room for integration code) is the same attempt, later.
+      this.add({ ...entry, attempt: result.again ? entry.attempt : entry.attempt + 1, dueAt: notBefore ?? Date.now() + result.retryInMs, ...(notBefore !== undefined && { notBefore, clock: result.clock }) });
+    }
+  }
+
+  ended(lane: string, batch: number): void {
+    const left = this.laneFlights.get(lane)! - 1;
+    if (left) this.laneFlights.set(lane, left);
+    else this.laneFlights.delete(lane);
+    this.flying.delete(batch);
+    this.changed = true;
+  }
+
+  private noteHanging(lane: string, results: AttemptBatchResult[]): void {
+    // A first-attempt lane starts partial batches one at a time anyway.
+    if (!this.rules.holdsHanging || !isRetryLane(lane)) return;
+    const attempted = results.filter((result) => result.statusCode !== undefined || result.error !== undefined);
+    if (attempted.length === 0) return;
+    if (attempted.every((result) => result.error === 'timeout')) this.hanging.add(lane);
+    else this.hanging.delete(lane);
+  }
+
+  /** Retries due by now go to their lanes; led, those due soon after the earliest go with it: one batch, not one per timer. */
+  releaseDue(now: number): void {
+    const horizon = this.rules.led && this.waiting.some((entry) => entry.notBefore !== undefined && this.readyAt(entry) <= now) ? now + this.rules.group : now;
+    const due = this.waiting.filter((entry) => this.readyAt(entry) <= horizon);
+    if (due.length) {
+      this.waiting = this.waiting.filter((entry) => this.readyAt(entry) > horizon);
+      due.forEach((entry) => this.makeReady(entry));
+    }
+  }
+
+  /**
+   * The batches to start now, lane by lane. Each is started (see `started`) before the
+   * next is chosen: the caps count it.
+   */
+  *batchesToStart(): Generator<[string, ShardEntry[]]> {
+    const { lanes, led, pipelined } = this.rules;
+    for (const [lane, entries] of this.ready) {
+      if (lanes && this.flying.size >= MAX_BATCHES_IN_FLIGHT) break;
+      const inFlight = this.laneFlights.get(lane) ?? 0;
+      // Another batch beside those in flight: a full one (up to LANE_BATCHES), or led retries
+      // when due, beside batches of the lane still waiting for their time.
+      const mayAddBatch = led && isRetryLane(lane) ? inFlight < RETRY_LANE_BATCHES : entries.length >= BATCH && inFlight < LANE_BATCHES;
+      if (inFlight && (!pipelined || !mayAddBatch || (this.hanging.has(lane) && entries.length < BATCH))) continue;
+      const batch = entries.splice(0, BATCH);
+      if (entries.length === 0 || lanes) this.ready.delete(lane);
+      // What is left goes to the back (visited again below): under the cap, lanes take turns.
+      if (entries.length && lanes) this.ready.set(lane, entries);
+      yield [lane, batch];
+    }
+  }
+
+  /** When the run must look again without a hand-over or a result: the waiting retries' times. */
+  readyTimes(): number[] {
+    return this.waiting.map((entry) => this.readyAt(entry));
+  }
+
+  /** Its hand-overs are spent (the history bound is the caller's to judge). */
+  handOversSpent(): boolean {
+    return this.handOvers >= (this.input.handOversPerRun ?? HAND_OVERS_PER_RUN);
+  }
+
+  /**
+   * An epoch's run holding more than the bound (several API processes' hand-overs while no
+   * worker answered) hands over only once it holds less: what it carries must fit 2 MB.
+   * Until it fits, the run goes on with what it holds, which its retries' ends shrink.
+   */
+  carriable(): boolean {
+    const carriedBytes = () => JSON.stringify([...this.ready.values(), this.waiting, ...[...this.flying.values()].map(({ entries }) => entries)]).length;
+    return this.input.epochEndsAt === undefined || (this.known.size <= MAX_BACKLOG && (!this.rules.bytesBounded || this.known.size <= ALWAYS_CARRIABLE || carriedBytes() <= MAX_CARRIED_BYTES));
+  }
+
+  /** What the next run is handed: queued, waiting, and (after the time it needs to end) what is still in flight. */
+  carried(): { entries: ShardEntry[]; hanging?: string[] } {
+    // Carried, a retry's time is long past: it waits for its batch's delay, with no lead.
+    const inFlight = [...this.flying.values()].flatMap(({ entries, startedAt }) => entries.map(({ notBefore: _time, clock: _clock, ...entry }) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
+    const entries = [...[...this.ready.values()].flat(), ...this.waiting, ...inFlight];
+    // A hanging receiver's retries carried over must not take a batch each in the next run.
+    const hanging = [...new Set(entries.map((entry) => this.laneOf(entry)))].filter((lane) => this.hanging.has(lane));
+    return { entries, ...(this.hanging.size && { hanging }) };
+  }
+}
