@@ -22,7 +22,7 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'attempts' | '
   codec: EncryptionCodec;
   /** Workflow and activity spans, exported with the process's. */
   tracing?: Tracing;
-  /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
+  /** A bundle of the caller's (tests: the run's, or one with tracing's interceptors); otherwise the build's (see workflowsOf). */
   workflowBundle?: WorkflowBundleOption;
   client: Client;
   stores: Pick<ActivityDependencies, 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs'>;
@@ -35,13 +35,19 @@ export interface PlatformWorker {
   getState(): State;
 }
 
-/** Where `npm run build` writes the workflows' bundle (src/platform/bundle-workflows.ts). */
+/**
+ * Where `npm run build` writes the workflows' bundles (src/platform/bundle-workflows.ts):
+ * as they are, and with the workflow side of tracing's interceptors, which a worker that
+ * traces needs in its bundle (the SDK ignores interceptor modules beside a bundle).
+ */
 export const PREBUILT_WORKFLOW_BUNDLE = path.join(__dirname, 'workflows.bundle.js');
+export const PREBUILT_TRACED_WORKFLOW_BUNDLE = path.join(__dirname, 'workflows-traced.bundle.js');
 
-/** The bundle given, else the one the build made, else the workflows bundled now (a build by `tsc` alone). */
-function workflowsOf(given: WorkflowBundleOption | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
+/** The bundle given, else the one the build made for this worker, else the workflows bundled now (a build by `tsc` alone). */
+function workflowsOf(given: WorkflowBundleOption | undefined, traced: boolean): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
   if (given) return { workflowBundle: given };
-  return existsSync(PREBUILT_WORKFLOW_BUNDLE) ? { workflowBundle: { codePath: PREBUILT_WORKFLOW_BUNDLE } } : { workflowsPath: require.resolve('./workflows') };
+  const built = traced ? PREBUILT_TRACED_WORKFLOW_BUNDLE : PREBUILT_WORKFLOW_BUNDLE;
+  return existsSync(built) ? { workflowBundle: { codePath: built } } : { workflowsPath: require.resolve('./workflows') };
 }
 
 /**
@@ -73,6 +79,7 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
   }
   const connection = await NativeConnection.connect({ address: options.address });
   const activities = createActivities({ ...options, ...options.stores });
+  const workflows = workflowsOf(options.workflowBundle, options.tracing !== undefined);
   const shared = {
     connection,
     namespace: options.namespace,
@@ -82,13 +89,13 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     // every attempt that went out is in the log and nothing is sent twice by a rerun.
     shutdownGraceTime: DRAIN_MS,
     shutdownForceTime: DRAIN_MS + INTERRUPTED_END_MS,
-    ...tracingWorkerOptions(options.tracing, options.workflowBundle !== undefined),
+    ...tracingWorkerOptions(options.tracing, 'workflowBundle' in workflows),
   };
   const workers = [
     await Worker.create({
       ...shared,
       taskQueue: options.taskQueue,
-      ...workflowsOf(options.workflowBundle),
+      ...workflows,
       activities,
       maxConcurrentActivityTaskExecutions: ATTEMPT_SLOTS,
       // A shard whose worker died waits this long for it before another worker takes over
@@ -139,4 +146,10 @@ async function fillDirectoryReadModel({ client, stores, logger }: Pick<WorkerOpt
       await sleep(2000, undefined, { signal: stopped }).catch(() => undefined);
     }
   }
+}
+
+// `node dist/src/worker.js` started the worker alone before `main.js worker`: say so rather than run nothing.
+if (require.main === module) {
+  process.stderr.write('dist/src/worker.js is no entry point any more: run `node dist/src/main.js worker`\n');
+  process.exit(2);
 }

@@ -70,7 +70,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
     stores = await openStores({ url: databaseUrl, encryptionKey, namespace });
 
     const org = `crash-${randomBytes(3).toString('hex')}`;
-    // The worker bundles its workflows at start: until it polls, the engine answers 503.
+    // Until the worker polls, the engine answers 503.
     await waitFor(async () => ([201, 409].includes((await admin('POST', '/v1/orgs', { id: org, subdomain: org, title: 'Crash' })).status) ? true : undefined), 60_000, 'the worker', 500);
     const user = await admin('POST', '/v1/users', { id: `${org}-u`, orgs: [org] });
     const installed = await fetch(`${base}/v1/integrations/webhook/installations`, {

@@ -73,6 +73,10 @@ describe('encryption keys: a process that lacks the namespace’s key, and a rot
     assert.equal(secret.body.secret, hook.secret);
     assert.equal((await rotated.http('GET', `/v1/installations/${hook.id}`, { token: member.token })).body.status, 'active');
     // A change through the rotated process is sealed with the new key: this platform's worker, which lacks it, cannot run it.
+    // The codec endpoint's callers choose the key ids they send: what it cannot open makes nothing unready.
+    const [foreign] = await new EncryptionCodec(newKey).encode([{ metadata: {}, data: Buffer.from('"x"') }]);
+    const sent = { metadata: Object.fromEntries(Object.entries(foreign!.metadata!).map(([k, v]) => [k, Buffer.from(v).toString('base64')])), data: Buffer.from(foreign!.data!).toString('base64') };
+    assert.equal((await platform.http('POST', '/codec/decode', { body: { payloads: [sent] } })).status, 400);
     assert.deepEqual((await platform.http('GET', '/readyz')).body.checks, { temporal: 'ok', database: 'ok', keys: 'ok' });
     void rotated.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: member.token, body: { page_feedback: null } });
     const ready = await waitFor(async () => {

@@ -39,9 +39,9 @@ export interface ApiSettings {
   adminToken: string;
   /** Where webhook URLs may point (PLATFORM_ALLOW_PRIVATE_TARGETS, never the platform's ports). */
   webhookGuard: DestinationGuard;
-  /** PLATFORM_ENCRYPTION_KEY: the codec endpoint's key and the installation tokens' root. */
+  /** PLATFORM_ENCRYPTION_KEY: the installation tokens' and OAuth states' root. */
   encryptionKey: string;
-  /** The process's payload codec: the codec endpoint's, and what readiness asks about keys. */
+  /** The process's payload codec: what readiness asks about keys; the codec endpoint uses its keys without recording. */
   codec: EncryptionCodec;
   stores: ApiStores;
   /** Calls into integration code (isolates). */

@@ -9,7 +9,7 @@ import type { PlatformParts } from './parts';
 export interface WorkerRole {
   /** PLATFORM_DELIVERY_RETENTION_DAYS */
   retentionDays: number;
-  /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
+  /** A bundle of the caller's (tests); otherwise the build's. */
   workflowBundle?: WorkflowBundleOption;
   attemptTimeoutMs?: number;
 }

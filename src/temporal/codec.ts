@@ -13,6 +13,10 @@ export const KEY_ID_METADATA = 'encryption-key-id';
  * event bodies never stand in clear in workflow histories. Sealed with the current key,
  * opened with the key the payload names (older ones from PLATFORM_DECRYPTION_KEYS).
  */
+/** Key ids kept as unknown at most: a key id is 16 hex digits; anything else is not ours to name. */
+const UNKNOWN_KEYS_KEPT = 16;
+const KEY_ID = /^[0-9a-f]{16}$/;
+
 export class EncryptionCodec implements PayloadCodec {
   private readonly encryption: Encryption;
   /**
@@ -22,8 +26,18 @@ export class EncryptionCodec implements PayloadCodec {
    */
   readonly unknownKeys = new Set<string>();
 
-  constructor(keyBase64: string, olderKeys: readonly string[] = []) {
+  constructor(
+    private readonly keyBase64: string,
+    private readonly olderKeys: readonly string[] = [],
+    /** Whether what it cannot open is recorded (not for the codec endpoint, whose callers choose the key ids they send). */
+    private readonly records = true,
+  ) {
     this.encryption = new Encryption(keyBase64, olderKeys);
+  }
+
+  /** The same keys, recording nothing: the codec endpoint's, so that no caller can make the process unready. */
+  unrecorded(): EncryptionCodec {
+    return new EncryptionCodec(this.keyBase64, this.olderKeys, false);
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
@@ -40,7 +54,7 @@ export class EncryptionCodec implements PayloadCodec {
       try {
         return temporal.api.common.v1.Payload.decode(this.encryption.decrypt(Buffer.from(payload.data ?? []), keyId));
       } catch (err) {
-        if (err instanceof UnknownKeyError) this.unknownKeys.add(keyId);
+        if (err instanceof UnknownKeyError && this.records && KEY_ID.test(keyId) && this.unknownKeys.size < UNKNOWN_KEYS_KEPT) this.unknownKeys.add(keyId);
         throw err;
       }
     });

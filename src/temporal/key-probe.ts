@@ -4,6 +4,7 @@ import { KEY_ID_METADATA } from './codec';
 
 /** History events read to learn which keys sealed a namespace's payloads. */
 const EVENTS_READ = 100;
+const PROBE_DEADLINE_MS = 15_000;
 
 /** The key ids that sealed payloads anywhere in `value` (a history event, as the server sent it). */
 function keyIdsIn(value: unknown, found: Set<string>, depth = 0): void {
@@ -22,8 +23,9 @@ function keyIdsIn(value: unknown, found: Set<string>, depth = 0): void {
  * of the namespace failed on it. A namespace without that workflow has nothing to check.
  */
 export async function assertKeysOpen(client: Client, namespace: string, workflowId: string, keys: readonly string[]): Promise<void> {
-  const history = await client.workflowService
-    .getWorkflowExecutionHistory({ namespace, execution: { workflowId }, maximumPageSize: EVENTS_READ })
+  // Longer than an API call's deadline: a start on a busy server waits for its answer rather than fail.
+  const history = await client
+    .withDeadline(Date.now() + PROBE_DEADLINE_MS, () => client.workflowService.getWorkflowExecutionHistory({ namespace, execution: { workflowId }, maximumPageSize: EVENTS_READ }))
     .catch((err: { code?: number }) => {
       // NOT_FOUND: a fresh namespace.
       if (err.code === 5) return undefined;

@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { StartedParts } from '../../src/lifecycle';
 import { egressGuard, webhookGuard } from '../../src/net/guards';
 import { buildParts, type PartsSettings, type PlatformParts } from '../../src/platform/parts';
 import { startWorkerRole } from '../../src/platform/roles';
 import { DELIVERY_SHARDS, testSettings } from './settings';
-import { tracingBundle } from './tracing-bundle';
 
 export type TestPartsOptions = Pick<PartsSettings, 'namespace' | 'taskQueue' | 'databaseUrl' | 'baseUrl' | 'platformPorts' | 'logger'> & Partial<Pick<PartsSettings, 'webhookGuard' | 'egressGuard' | 'tracing' | 'shardLimits' | 'maxIsolates'>>;
 
@@ -18,8 +16,7 @@ export function buildTestParts(options: TestPartsOptions, started: StartedParts)
   return buildParts({ address, encryptionKey, deliveryShards: DELIVERY_SHARDS, webhookGuard: webhookGuard(true, options.platformPorts), egressGuard: egressGuard([], options.platformPorts), ...options }, started);
 }
 
-/** The one way tests run a worker: on a test process's parts, with the run's workflow bundle (one with tracing's interceptors when the parts trace). */
-export async function startTestWorker(parts: PlatformParts, started: StartedParts, attemptTimeoutMs?: number) {
-  const code = parts.settings.tracing ? await tracingBundle() : readFileSync(testSettings().bundle, 'utf8');
-  return startWorkerRole(parts, started, { retentionDays: 30, attemptTimeoutMs, workflowBundle: { code } });
+/** The one way tests run a worker: on a test process's parts, with the bundle the build made (the traced one when the parts trace), as the platform's workers load it. */
+export function startTestWorker(parts: PlatformParts, started: StartedParts, attemptTimeoutMs?: number) {
+  return startWorkerRole(parts, started, { retentionDays: 30, attemptTimeoutMs });
 }

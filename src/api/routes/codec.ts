@@ -52,7 +52,8 @@ export function codecCors(origins: string[]) {
  * encrypted payloads. Open to the administrator's bearer token, and in the embedded
  * default to loopback callers (its own UI in a local browser).
  */
-export function codecRoutes(routes: RouteTable, { codec, adminToken, codecTrustsLoopback }: ApiDeps): void {
+export function codecRoutes(routes: RouteTable, { codec: processCodec, adminToken, codecTrustsLoopback }: ApiDeps): void {
+  const codec = processCodec.unrecorded();
   const admin = `Bearer ${adminToken}`;
   for (const direction of ['encode', 'decode'] as const) {
     routes.add<{ payloads: JsonPayload[] }>(
