@@ -83,6 +83,7 @@ describe('encryption keys: a process that lacks the namespace’s key, and a rot
       const answer = await platform.http('GET', '/readyz');
       return answer.status === 503 ? answer : undefined;
     }, 60_000, 'the old process’s readiness to fail');
+    assert.equal(ready.body.message, 'keys is not ready');
     assert.deepEqual(ready.body.details, [{ field: 'keys', message: `payloads sealed with key ${keyIdOf(newKey)} reach this process, which lacks it (PLATFORM_ENCRYPTION_KEY, PLATFORM_DECRYPTION_KEYS)` }]);
   });
 });

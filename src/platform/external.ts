@@ -1,7 +1,6 @@
 import { requireSetting, type PlatformConfig } from '../config';
 import { createLogger } from '../logger';
-import type { StartedParts } from '../lifecycle';
-import type { Heed } from '../lifecycle';
+import type { Heed, StartedParts } from '../lifecycle';
 import { startTracing } from '../tracing';
 import { installTemporalRuntime } from '../temporal/runtime-logger';
 import { buildParts, guardsOf, type PlatformParts } from './parts';

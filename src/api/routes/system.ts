@@ -44,17 +44,18 @@ export function systemRoutes(routes: RouteTable, { client, baseUrl, installation
       Object.entries(checks).map(async ([name, check]) => {
         const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(NO_ANSWER)), CHECK_MS).unref());
         return Promise.race([check(), timeout]).then(
-          () => ({ name, ok: true, message: 'ok' }),
+          () => ({ name, ok: true, said: false, message: 'ok' }),
           (err: Error) => {
             // The raw error names hosts and ports: in the log, not to whoever asks (this route is open).
             if (err.message !== NO_ANSWER) logger.warn({ dependency: name, reason: err.message.split('\n')[0] }, 'readiness check failed');
-            return { name, ok: false, message: err.message === NO_ANSWER || err instanceof SaidCheckFailure ? err.message : 'does not answer' };
+            const said = err instanceof SaidCheckFailure;
+            return { name, ok: false, said, message: err.message === NO_ANSWER || said ? err.message : 'does not answer' };
           },
         );
       }),
     );
     const down = outcomes.filter((outcome) => !outcome.ok);
-    if (down.length) throw new ApiError(503, 'unavailable', `${down.map((d) => d.name).join(' and ')} ${down.length === 1 ? 'is' : 'are'} not reachable`, down.map((d) => ({ field: d.name, message: d.message })));
+    if (down.length) throw new ApiError(503, 'unavailable', `${down.map((d) => d.name).join(' and ')} ${down.length === 1 ? 'is' : 'are'} not ${down.every((d) => d.said) ? 'ready' : 'reachable'}`, down.map((d) => ({ field: d.name, message: d.message })));
     return { status: 200, body: { status: 'ok', checks: Object.fromEntries(outcomes.map((o) => [o.name, o.message])) } };
   }
   const healthResponses = { 200: { description: 'Every dependency answers', schema: healthSchema }, 503: { description: 'Named in details: what does not answer' } };
