@@ -3,6 +3,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { registry } from '../src/metrics';
+import { TEMPORAL_CLI } from '../src/temporal/cli-binary';
+import { DEPLOY_TEMPORAL, TEMPORAL_SERVER } from '../src/temporal/temporal-server';
 
 const root = path.join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -27,26 +29,25 @@ function envRead(files: string[]): { all: Set<string>; required: Set<string> } {
 }
 
 describe('deployment files', function () {
-  const compose = parse(read('docker-compose.yml'));
+  const compose = parse(read('docker-compose.yml'), { merge: true });
   const services = compose.services as Record<string, any>;
   const envOf = (service: string) => services[service].environment as Record<string, string>;
 
   it('docker-compose.yml runs Temporal on PostgreSQL, its UI, and the API and worker from one Dockerfile', function () {
-    assert.deepEqual(Object.keys(services).sort(), ['api', 'postgresql', 'prometheus', 'temporal', 'temporal-ui', 'worker']);
+    assert.deepEqual(Object.keys(services).sort(), ['api', 'postgresql', 'prometheus', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui', 'worker']);
     assert.match(services.postgresql.image, /^postgres:\d+/);
-    assert.match(services.temporal.image, /^temporalio\/auto-setup:\d+\.\d+\.\d+$/);
     assert.match(services['temporal-ui'].image, /^temporalio\/ui:\d+\.\d+\.\d+$/);
-    assert.equal(envOf('temporal').DB, 'postgres12');
     assert.equal(envOf('temporal').POSTGRES_SEEDS, 'postgresql');
     assert.equal(services.api.build, '.');
     assert.equal(services.worker.build, '.');
     assert.deepEqual(services.api.command, ['node', 'dist/src/main.js', 'api']);
     assert.deepEqual(services.worker.command, ['node', 'dist/src/main.js', 'worker']);
     assert.match(read('Dockerfile'), /npm run build/);
-    // They exit while Temporal does not answer yet (a first start): restarted until it does, after PostgreSQL is ready.
+    // They start once the namespace exists, and are restarted if Temporal stops answering at a start.
     for (const name of ['api', 'worker']) {
       assert.equal(services[name].restart, 'unless-stopped', name);
       assert.equal(services[name].depends_on.postgresql.condition, 'service_healthy', name);
+      assert.equal(services[name].depends_on['temporal-namespace'].condition, 'service_completed_successfully', name);
     }
     assert.match(services.postgresql.healthcheck.test.join(' '), /pg_isready/);
     assert.match(services.api.healthcheck.test.join(' '), /\/readyz/);
@@ -63,11 +64,23 @@ describe('deployment files', function () {
     for (const service of ['api', 'worker']) assert.equal(envOf(service).NODE_OPTIONS, undefined, service);
   });
 
-  it('the Temporal server gets the dynamic config the dev server runs with (eager activity execution, a larger event buffer)', function () {
-    const [mount] = services.temporal.volumes as string[];
-    const [source, target] = mount!.split(':');
-    assert.equal(source, './deploy/temporal/dynamicconfig.yaml');
-    assert.equal(target, `/etc/temporal/${envOf('temporal').DYNAMIC_CONFIG_FILE_PATH}`);
+  it('the Temporal server is the one the topology test runs: same release, configuration, schema and namespace scripts', function () {
+    const dockerfile = read('deploy/temporal/Dockerfile');
+    for (const service of ['temporal-schema', 'temporal', 'temporal-namespace']) assert.deepEqual(services[service].build, { context: '.', dockerfile: 'deploy/temporal/Dockerfile' }, service);
+    for (const tool of [TEMPORAL_SERVER, TEMPORAL_CLI]) assert.match(dockerfile, new RegExp(`^RUN go install ${tool.modules.join(' ')}$`, 'm'), tool.label);
+    // The files the topology test starts the server with (DEPLOY_TEMPORAL) are the image's.
+    assert.equal(DEPLOY_TEMPORAL, path.join(root, 'deploy', 'temporal'));
+    const copied = /^COPY (deploy\/temporal\/\S+ )+\/etc\/temporal\/$/m.exec(dockerfile)![0].split(' ').slice(1, -1).map((file) => path.basename(file));
+    assert.deepEqual(copied.sort(), ['config.yaml', 'create-namespace.sh', 'dynamicconfig.yaml', 'setup-schema.sh', 'start-server.sh']);
+    assert.match(read('deploy/temporal/start-server.sh'), /--config-file \/etc\/temporal\/config\.yaml/);
+    assert.deepEqual(services['temporal-schema'].command, ['/etc/temporal/setup-schema.sh']);
+    assert.deepEqual(services['temporal-namespace'].command, ['/etc/temporal/create-namespace.sh']);
+    assert.equal(services.temporal.depends_on['temporal-schema'].condition, 'service_completed_successfully');
+    assert.equal(services['temporal-namespace'].depends_on.temporal.condition, 'service_healthy');
+    // Every variable the configuration reads that compose sets is one config.yaml or the scripts read.
+    const readByServer = new Set([...['config.yaml', 'setup-schema.sh', 'start-server.sh'].flatMap((file) => [...read(`deploy/temporal/${file}`).matchAll(/(?:env "|\$\{?)([A-Z][A-Z0-9_]+)/g)].map(([, name]) => name!))]);
+    for (const service of ['temporal-schema', 'temporal']) for (const name of Object.keys(envOf(service))) assert.ok(readByServer.has(name), `${service} sets ${name}, which the server's files never read`);
+    assert.equal(envOf('temporal').DYNAMIC_CONFIG_FILE_PATH, '/etc/temporal/dynamicconfig.yaml');
     const settings = parse(read('deploy/temporal/dynamicconfig.yaml'));
     assert.deepEqual(settings['system.enableActivityEagerExecution'], [{ value: true }]);
     assert.deepEqual(settings['history.maximumBufferedEventsBatch'], [{ value: 1000 }]);

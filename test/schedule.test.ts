@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findOrBuildTemporalCli, toolCacheDir } from '../src/temporal/cli-binary';
+import { findOrBuildTemporalCli, TEMPORAL_CLI } from '../src/temporal/cli-binary';
+import { toolCacheDir } from '../src/temporal/go-tools';
 import { parseRetryAfter, retryDelayMs, verdict } from '../src/webhooks/schedule';
 
 describe('retry schedule and outcome rules (pure)', function () {
@@ -51,7 +52,7 @@ describe('Temporal CLI lookup', function () {
     const cacheHome = mkdtempSync(path.join(os.tmpdir(), 'cache-'));
     assert.equal(await findOrBuildTemporalCli({ TEMPORAL_CLI_PATH: explicit.file, PATH: onPath.dir }), explicit.file);
     assert.equal(await findOrBuildTemporalCli({ PATH: `/nonexistent:${onPath.dir}`, XDG_CACHE_HOME: cacheHome }), path.join(onPath.dir, 'temporal'));
-    const cached = path.join(toolCacheDir({ XDG_CACHE_HOME: cacheHome }), 'temporal');
+    const cached = path.join(toolCacheDir({ XDG_CACHE_HOME: cacheHome }, TEMPORAL_CLI.cacheName), 'temporal');
     require('node:fs').mkdirSync(path.dirname(cached), { recursive: true });
     writeFileSync(cached, '#!/bin/sh\n');
     chmodSync(cached, 0o755);

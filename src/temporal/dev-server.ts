@@ -96,7 +96,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const address = `${ip}:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // One that did not serve in time is stopped: it must not come up later beside its retry.
-  await waitUntilServing(address, child, () => [firstError, ...said.filter((line) => line.trim() !== firstError)].filter(Boolean).join(' | ')).catch(async (err: unknown) => {
+  await waitUntilServing('temporal server start-dev', address, child, () => [firstError, ...said.filter((line) => line.trim() !== firstError)].filter(Boolean).join(' | ')).catch(async (err: unknown) => {
     await stopChild(child);
     throw err;
   });
@@ -109,11 +109,12 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   };
 }
 
-async function waitUntilServing(address: string, child: ChildProcess, said: () => string, timeoutMs = 60_000): Promise<void> {
+/** Until `address` answers GetSystemInfo while `child` (called `label`) still runs. */
+export async function waitUntilServing(label: string, address: string, child: ChildProcess, said: () => string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
-  const stopped = () => new DevServerExitedError(`temporal server start-dev exited with code ${exited} before serving${said() ? `: ${said()}` : ''}`);
+  const stopped = () => new DevServerExitedError(`${label} exited with code ${exited} before serving${said() ? `: ${said()}` : ''}`);
   for (;;) {
     if (exited !== undefined) throw stopped();
     try {
@@ -127,13 +128,14 @@ async function waitUntilServing(address: string, child: ChildProcess, said: () =
         await connection.close();
       }
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`Temporal dev server at ${address} not serving after ${timeoutMs} ms: ${err}`);
+      if (Date.now() > deadline) throw new Error(`${label} at ${address} not serving after ${timeoutMs} ms: ${err}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+/** SIGTERM, and SIGKILL after 10 s. */
+export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
