@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { createHttpServer } from './http-server';
+import { createHttpServer, drainServer } from './http-server';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
 import type { Client } from '@temporalio/client';
@@ -92,9 +92,6 @@ export async function startApi(settings: ApiSettings, port: number, host = '0.0.
   return {
     url: `http://127.0.0.1:${bound}`,
     server,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () => drainServer(server),
   };
 }

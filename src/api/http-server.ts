@@ -38,7 +38,12 @@ export function createHttpServer(listener: http.RequestListener, limits: HttpLim
   // Checked this often, so that a timeout ends a connection within a second of its limit (Node checks every 30 s by default).
   /** Connections answered 429: a request already sent on one goes no further. */
   const refused = new WeakSet<Socket>();
-  const server = http.createServer({ requestTimeout: limits.requestMs, headersTimeout: limits.headersMs, connectionsCheckingInterval: 1000 }, (req, res) => (refused.has(req.socket) ? res.destroy() : listener(req, res)));
+  const server = http.createServer({ requestTimeout: limits.requestMs, headersTimeout: limits.headersMs, connectionsCheckingInterval: 1000 }, (req, res) => {
+    if (refused.has(req.socket)) return void res.destroy();
+    // Draining: the client's next request must open a connection elsewhere, not find this one gone.
+    if (!server.listening) res.setHeader('connection', 'close');
+    listener(req, res);
+  });
   const perClient = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const client = socket.remoteAddress ?? '';
@@ -58,4 +63,24 @@ export function createHttpServer(listener: http.RequestListener, limits: HttpLim
     rawAnswer(socket, ...clientErrorAnswer(err));
   });
   return server;
+}
+
+/** Requests under way get this long to be answered when the API stops (ingest answers within 2 s). */
+export const DRAIN_GRACE_MS = 3000;
+
+/**
+ * Stops the server gracefully: no new connection, idle ones closed, requests under way
+ * answered (with `Connection: close`) for up to `graceMs`, then whatever is left cut.
+ * Cutting them at once reset ingests that were about to answer 202: their clients could
+ * not know whether the event was taken (a rolling restart saw 6 in 4,500).
+ */
+export function drainServer(server: http.Server, graceMs = DRAIN_GRACE_MS): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearTimeout(cut);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }

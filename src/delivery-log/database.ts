@@ -117,7 +117,9 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     seedStatistics = () => seedPlannerStatistics(sqlite);
   }
   try {
-    await migrate(database.db);
+    const applied = await migrate(database.db);
+    // Which process of several starting together brought the schema up (the others say nothing).
+    if (applied.length) logger?.info({ migrations: applied }, 'delivery log: schema migrated');
     seedStatistics?.();
   } catch (err) {
     await database.close();

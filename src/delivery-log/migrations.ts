@@ -244,16 +244,17 @@ export async function quarantineCrossTenantDeliveries(db: Kysely<any>, now = Dat
 }
 
 /**
- * Brings the schema up to date; safe to run from several processes at once. PostgreSQL's
+ * Brings the schema up to date; safe to run from several processes at once. Answers the
+ * migrations this call applied (none when another process had). PostgreSQL's
  * migrator takes a lock; SQLite's has none, so a start that loses the race (its CREATE
  * finds the table) tries again once the winner has recorded the migration.
  */
-export async function migrate(db: Kysely<any>, tries = 5): Promise<void> {
+export async function migrate(db: Kysely<any>, tries = 5): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     const failed = results?.find((result) => result.status === 'Error');
-    if (!error && !failed) return;
+    if (!error && !failed) return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
     if (attempt >= tries) throw new Error(`delivery log migration${failed ? ` ${failed.migrationName}` : ''} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
   }

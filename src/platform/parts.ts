@@ -7,6 +7,7 @@ import type { Logger } from '../logger';
 import type { Tracing } from '../tracing';
 import type { StartedParts } from '../lifecycle';
 import { connectClient } from '../temporal/client';
+
 import { EncryptionCodec } from '../temporal/codec';
 import { assertKeysOpen } from '../temporal/key-probe';
 import { DIRECTORY_WORKFLOW_ID } from '../workflows/directory';
@@ -16,6 +17,9 @@ import { createIntegrationRuntime } from '../isolates';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
 import type { IsolatePool } from '../isolates/isolate-pool';
 import { openStores, type PlatformStores } from './stores';
+
+/** A process starting while its Temporal cluster (re)starts waits this long for it, then exits 1 for its orchestrator. */
+const TEMPORAL_STARTUP_WAIT_MS = 60_000;
 
 /** What a process is built from: where Temporal and the database are, and the limits every part reads. */
 export interface PartsSettings {
@@ -74,7 +78,7 @@ export async function buildParts(settings: PartsSettings, started: StartedParts)
   const codec = new EncryptionCodec(encryptionKey, decryptionKeys);
   // The database first: its trouble is said before any wait on Temporal.
   const stores = await started.add('the delivery log', await openStores({ url: settings.databaseUrl, encryptionKey, decryptionKeys, namespace, temporalUiUrl: settings.temporalUiUrl, logger }), (opened) => opened.close());
-  const client = await started.add('the Temporal client', await connectClient({ address, namespace, codec, tracing }), (connected) => connected.connection.close());
+  const client = await started.add('the Temporal client', await connectClient({ address, namespace, codec, tracing, startupWaitMs: TEMPORAL_STARTUP_WAIT_MS, logger }), (connected) => connected.connection.close());
   await assertKeysOpen(client, namespace, DIRECTORY_WORKFLOW_ID, [encryptionKey, ...(decryptionKeys ?? [])]);
   const { runtime, pool } = createIntegrationRuntime({
     client,

@@ -1,3 +1,4 @@
+import type { Logger } from '../logger';
 import { Client, Connection, isRetryableError, makeGrpcRetryInterceptor, type ConnectionLike, type Metadata } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
@@ -15,6 +16,10 @@ export interface TemporalSettings {
   codec: EncryptionCodec;
   /** When set, every workflow call carries the caller's span. */
   tracing?: Tracing;
+  /** How long a start waits for a server that does not answer yet; 0: not at all. */
+  startupWaitMs?: number;
+  /** Where that wait is said. */
+  logger?: Logger;
 }
 
 /** The one data converter of every client and worker: all payloads go through the codec. */
@@ -157,12 +162,30 @@ function withinDeadline<T>(call: Promise<T>, deadline: number): Promise<T> {
   return Promise.race([call, expired]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * A connection, once the server answers: a process started while its cluster starts or
+ * restarts (a rolling restart, a first `docker compose up`) waits for it rather than exit 1,
+ * saying so once, for up to STARTUP_WAIT_MS.
+ */
+async function whenServing<T>(connect: () => Promise<T>, settings: TemporalSettings): Promise<T> {
+  const deadline = Date.now() + (settings.startupWaitMs ?? 0);
+  let said = false;
+  for (let pause = 250; ; pause = Math.min(pause * 2, 4000)) {
+    try {
+      return await connect();
+    } catch (err) {
+      if (Date.now() + pause > deadline) throw err;
+      if (!said) settings.logger?.warn({ address: settings.address, err: (err as Error).message }, 'Temporal does not answer yet: waiting for it');
+      said = true;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
 /** The API's client (a process's Temporal runtime installed first: the native half runs in it). */
 export async function connectClient(settings: TemporalSettings): Promise<Client> {
-  const [grpc, native] = await Promise.all([
-    Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor] }),
-    NativeConnection.connect({ address: settings.address }),
-  ]);
+  const grpc = await whenServing(() => Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor] }), settings);
+  const native = await whenServing(() => NativeConnection.connect({ address: settings.address }), settings);
   const connection = new SplitConnection(grpc, native);
   return new Client({ connection, namespace: settings.namespace, dataConverter: dataConverter(settings.codec), interceptors: { workflow: tracingClientInterceptors(settings.tracing) } });
 }
