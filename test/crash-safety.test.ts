@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { openStores, type PlatformStores } from '../src/platform/stores';
 import { freePort } from '../src/temporal/dev-server';
+import { entryPoint, waitForOk } from './support/entry-point';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
@@ -11,11 +11,6 @@ import { testDatabaseUrl, testSettings } from './support/settings';
 
 const EVENTS = 5000;
 const CONCURRENCY = 32;
-
-/** The real entry point in one role (`node dist/src/main.js api|worker`), as an operator runs it. */
-function entryPoint(role: 'api' | 'worker', env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [path.join(__dirname, '..', 'src', 'main.js'), role], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'ignore'] });
-}
 
 /**
  * Crash safety (delivery at scale): SIGKILL of the worker and of the API in the middle of
@@ -36,7 +31,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
 
   async function startApi(): Promise<void> {
     processes.api = entryPoint('api', env);
-    await waitFor(async () => ((await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) ? true : undefined), 60_000, 'the API', 100);
+    await waitForOk(base, '/healthz', 'the API');
   }
   const startWorker = () => (processes.worker = entryPoint('worker', env));
 

@@ -1,0 +1,108 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { freePort } from '../../src/temporal/dev-server';
+import { TemporalServer } from '../../src/temporal/temporal-server';
+import { ended, entryPoint, waitForOk } from './entry-point';
+import { createTestDatabase } from './postgres';
+import { testSettings } from './settings';
+
+/** One process of the deployment: an API (with its URL) or a worker. */
+export class Member {
+  child?: ChildProcess;
+  /** What it logged that the topology listens for. */
+  readonly lines: string[] = [];
+  /** Its last lines, said when it fails. */
+  private readonly tail: string[] = [];
+
+  constructor(
+    readonly role: 'api' | 'worker',
+    readonly name: string,
+    private readonly env: NodeJS.ProcessEnv,
+    readonly url?: string,
+  ) {}
+
+  /** Spawns it; an API is awaited until `/readyz`, a worker until it logs that it runs. */
+  async start(): Promise<void> {
+    const listening = new Promise<void>((resolve, reject) => {
+      this.child = entryPoint(this.role, this.env, (line) => {
+        if (/schema migrated|worker running/.test(line)) this.lines.push(line);
+        this.tail.push(line.slice(0, 500));
+        if (this.tail.length > 8) this.tail.shift();
+        if (/worker running/.test(line)) resolve();
+      });
+      this.child.once('exit', (code, signal) => reject(new Error(`${this.name} exited (${code ?? signal}) while starting:\n${this.tail.join('\n')}`)));
+    });
+    listening.catch(() => undefined); // an API's start is awaited on /readyz instead
+    if (this.url) await waitForOk(this.url, '/readyz', this.name, 120_000);
+    else await listening;
+  }
+
+  /** SIGTERM: the orchestrator's stop (a drain). */
+  stop(): Promise<void> {
+    return ended(this.child, 'SIGTERM');
+  }
+
+  /** SIGKILL: a crash. */
+  kill(): Promise<void> {
+    return ended(this.child, 'SIGKILL');
+  }
+}
+
+/**
+ * The production shape on one machine, as docker-compose.yml runs it: a Temporal server
+ * (deploy/temporal) with its databases on the run's PostgreSQL, the delivery log on the
+ * same PostgreSQL, two API processes and two worker processes (`node dist/src/main.js api|worker`).
+ */
+export class Topology {
+  readonly apis: Member[] = [];
+  readonly workers: Member[] = [];
+  server!: TemporalServer;
+  databaseUrl = '';
+  adminToken = `adm_${randomBytes(16).toString('hex')}`;
+
+  /** Temporal's schema and server, then all four processes started at once on a fresh log. */
+  async start(label: string): Promise<this> {
+    const postgresUrl = process.env.TEST_POSTGRES_URL;
+    const binDir = process.env.TEST_TEMPORAL_SERVER_DIR;
+    const cliPath = process.env.TEMPORAL_CLI_RESOLVED;
+    if (!postgresUrl || !binDir || !cliPath) throw new Error(`the topology needs the fixture's PostgreSQL and Temporal builds: ${process.env.TEST_POSTGRES_UNAVAILABLE ?? 'the fixture did not run'}`);
+    const { hostname, port, username } = new URL(postgresUrl);
+    const suffix = `${label}_${randomBytes(3).toString('hex')}`;
+    this.server = new TemporalServer({
+      binDir,
+      cliPath,
+      postgres: { host: hostname, port: Number(port), user: username },
+      databases: { temporal: `temporal_${suffix}`, visibility: `temporal_visibility_${suffix}` },
+      namespaces: ['default'],
+    });
+    await this.server.setUp();
+    this.databaseUrl = await createTestDatabase(postgresUrl, `log_${suffix}`);
+
+    const apiPorts = [await freePort(), await freePort()];
+    const shared = {
+      TEMPORAL_ADDRESS: this.server.address,
+      TEMPORAL_NAMESPACE: 'default',
+      PLATFORM_ENCRYPTION_KEY: testSettings().encryptionKey,
+      PLATFORM_ADMIN_TOKEN: this.adminToken,
+      PLATFORM_DATABASE_URL: this.databaseUrl,
+      PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
+      PLATFORM_BASE_URL: `http://127.0.0.1:${apiPorts[0]}`,
+      LOG_LEVEL: 'info',
+    };
+    for (const [i, port] of apiPorts.entries()) {
+      this.apis.push(new Member('api', `api ${i + 1}`, { ...shared, PORT: String(port), PLATFORM_BASE_URL: `http://127.0.0.1:${port}` }, `http://127.0.0.1:${port}`));
+    }
+    for (const i of [1, 2]) this.workers.push(new Member('worker', `worker ${i}`, { ...shared, PLATFORM_WORKER_METRICS_PORT: String(await freePort()) }));
+    await Promise.all(this.members().map((member) => member.start()));
+    return this;
+  }
+
+  members(): Member[] {
+    return [...this.apis, ...this.workers];
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.members().map((member) => member.kill()));
+    await this.server?.stop();
+  }
+}

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { httpAt, waitFor } from './support/platform';
+import { SteadyProducer } from './support/producer';
+import { ScriptedReceiver } from './support/receiver';
+import { Topology, type Member } from './support/topology';
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The production shape (docker-compose.yml) on this machine: a real Temporal server built
+ * from the module proxy and configured from deploy/temporal, its databases and the
+ * delivery log on PostgreSQL, two API processes and two worker processes.
+ */
+describe('the production topology: a Temporal server, PostgreSQL, two APIs and two workers', function () {
+  this.timeout(900_000);
+  const topology = new Topology();
+  const receiver = new ScriptedReceiver();
+  const org = `topo-${Date.now().toString(36)}`;
+  const rotation = new Set<string>();
+  let producer: SteadyProducer;
+  let log: pg.Client;
+
+  before(async function () {
+    await Promise.all([receiver.start(), topology.start('topo')]);
+    topology.apis.forEach((api) => rotation.add(api.url!));
+    const [api] = topology.apis;
+    const admin = (method: string, route: string, body?: unknown) => httpAt(api!.url!, method, route, { token: topology.adminToken, body });
+    await waitFor(async () => ([201, 409].includes((await admin('POST', '/v1/orgs', { id: org, subdomain: org, title: 'Topology' })).status) ? true : undefined), 60_000, 'the organization', 500);
+    const user = await admin('POST', '/v1/users', { id: `${org}-u`, orgs: [org] });
+    const installed = await httpAt(api!.url!, 'POST', '/v1/integrations/webhook/installations', {
+      token: user.body.token,
+      body: { target: { org, space: 'topo' }, configuration: { webhook_url: receiver.url, space_content_updated: true } },
+    });
+    assert.equal(installed.status, 201, JSON.stringify(installed.body));
+    producer = new SteadyProducer(() => [...rotation], topology.adminToken, (eventId) => ({ type: 'space_content_updated', organizationId: org, spaceId: 'topo', revisionId: eventId, eventId }));
+    log = new pg.Client({ connectionString: topology.databaseUrl });
+    await log.connect();
+  });
+  after(async function () {
+    await log?.end();
+    await Promise.all([topology.stop(), receiver.stop()]);
+  });
+
+  /** Until every delivery of the events sent under `prefix` is final; answers them by status. */
+  async function settled(prefix: string): Promise<Record<string, number>> {
+    const ids = [...producer.events].filter(([id]) => id.startsWith(`evt_${prefix}_`)).flatMap(([, sent]) => sent.deliveries ?? []);
+    return waitFor(async () => {
+      const { rows } = await log.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM deliveries WHERE id = ANY($1) GROUP BY status', [ids]);
+      const byStatus = Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+      return byStatus.pending ? undefined : { ...byStatus, logged: rows.reduce((sum, row) => sum + Number(row.n), 0), accepted: ids.length };
+    }, 300_000, `the deliveries of ${prefix} to end`, 1000);
+  }
+
+  /**
+   * What the receiver got of the events sent under `prefix`: which, how many twice or more,
+   * and those repeats by the 5 s (from `since`) in which their first copy came.
+   */
+  function received(prefix: string, since = 0): { events: Set<string>; duplicates: number; repeatsBy5s: Record<number, number> } {
+    const first = new Map<string, number>();
+    let duplicates = 0;
+    const repeatsBy5s: Record<number, number> = {};
+    for (const request of receiver.requests) {
+      const { eventId } = JSON.parse(request.body) as { eventId: string };
+      if (!eventId.startsWith(`evt_${prefix}_`)) continue;
+      const at = first.get(eventId);
+      if (at === undefined) first.set(eventId, request.at);
+      else {
+        duplicates += 1;
+        const bucket = Math.floor((at - since) / 5000) * 5;
+        repeatsBy5s[bucket] = (repeatsBy5s[bucket] ?? 0) + 1;
+      }
+    }
+    return { events: new Set(first.keys()), duplicates, repeatsBy5s };
+  }
+
+  /** Nothing lost: every event of `prefix` accepted, each delivery in the log and final, each delivered one received. */
+  async function assertNoneLost(prefix: string): Promise<{ statuses: Record<string, number>; duplicates: number; events: number }> {
+    const sent = [...producer.events].filter(([id]) => id.startsWith(`evt_${prefix}_`));
+    for (const [id, event] of sent) assert.equal(event.deliveries?.length, 1, `${id}: one delivery each`);
+    const statuses = await settled(prefix);
+    assert.equal(statuses.logged, sent.length, `every accepted delivery is in the log: ${JSON.stringify(statuses)}`);
+    assert.equal((statuses.delivered ?? 0) + (statuses.failed ?? 0), sent.length, JSON.stringify(statuses));
+    const { events, duplicates } = received(prefix);
+    const { rows } = await log.query<{ event_id: string }>("SELECT event_id FROM deliveries WHERE status = 'delivered' AND id = ANY($1)", [sent.flatMap(([, event]) => event.deliveries!)]);
+    for (const row of rows) assert.ok(events.has(row.event_id), `${row.event_id} is delivered in the log but the receiver never got it`);
+    return { statuses, duplicates, events: sent.length };
+  }
+
+  /** From a fault to the first delivery of an event first sent after it. */
+  function backAfter(prefix: string, faultAt: number): number {
+    const sentAfter = new Set([...producer.events].filter(([id, event]) => id.startsWith(`evt_${prefix}_`) && event.firstSentAt > faultAt).map(([id]) => id));
+    const first = receiver.requests.find((request) => request.at > faultAt && sentAfter.has((JSON.parse(request.body) as { eventId: string }).eventId));
+    assert.ok(first, `no delivery of the ${sentAfter.size} events first sent after the fault`);
+    return first.at - faultAt;
+  }
+
+  it('two processes starting together migrate the delivery log once', async function () {
+    const migrated = topology.members().filter((member) => member.lines.some((line) => line.includes('schema migrated')));
+    assert.equal(migrated.length, 1, `one of the four processes migrated: ${migrated.map((member) => member.name).join(', ')}`);
+    const { rows } = await log.query<{ name: string; n: string }>('SELECT name, count(*) AS n FROM kysely_migration GROUP BY name');
+    assert.ok(rows.length > 0);
+    for (const row of rows) assert.equal(Number(row.n), 1, row.name);
+  });
+
+  it('200 events/s for 60 s through an API SIGKILLed at 20 s, a worker at 40 s and the server restarted at 50 s: none lost, deliveries back within 15 s of each', async function () {
+    const started = performance.now();
+    const faults: { what: string; at: number }[] = [];
+    // Each at its time, whatever the one before takes to recover; the orchestrator restarts what died.
+    const at = async (seconds: number, what: string, fault: () => Promise<void>) => {
+      await pause(started + seconds * 1000 - performance.now());
+      faults.push({ what, at: performance.now() });
+      await fault();
+    };
+    const crash = (member: Member) => async () => {
+      await member.kill();
+      await member.start();
+    };
+    const chaos = Promise.all([
+      at(20, `${topology.apis[0]!.name} SIGKILLed`, crash(topology.apis[0]!)),
+      at(40, `${topology.workers[0]!.name} SIGKILLed`, crash(topology.workers[0]!)),
+      at(50, 'Temporal server restarted', async () => {
+        await topology.server.stop();
+        await topology.server.start();
+      }),
+    ]);
+    await Promise.all([producer.run('load', 200, 60_000), chaos]);
+    const { statuses, duplicates, events } = await assertNoneLost('load');
+    const { repeatsBy5s } = received('load', started);
+    const recoveries = faults.map(({ what, at: faultAt }) => ({ what: `${what} at ${((faultAt - started) / 1000).toFixed(1)} s`, seconds: backAfter('load', faultAt) / 1000 }));
+    process.stdout.write(
+      `      topology under faults: ${events} events (${[...producer.answers].map(([status, n]) => `${n} answered ${status}`).join(', ')}, ${producer.unanswered} unanswered), ` +
+        `${JSON.stringify(statuses)}, ${duplicates} received twice (${((duplicates / events) * 100).toFixed(2)}%: first copies by 5 s ${JSON.stringify(repeatsBy5s)}); back after ${recoveries.map((r) => `${r.what}: ${r.seconds.toFixed(1)} s`).join(', ')}\n`,
+    );
+    assert.equal(faults.length, 3);
+    assert.ok(duplicates <= events * 0.01, `${duplicates} duplicates of ${events}`);
+    for (const { what, seconds } of recoveries) assert.ok(seconds <= 15, `${what}: deliveries back after ${seconds} s`);
+  });
+
+  it('a rolling restart of every process loses nothing and answers only 202 or 503 with Retry-After', async function () {
+    const before = new Map(producer.answers);
+    const unansweredBefore = producer.unanswered;
+    const restarts = (async () => {
+      for (const api of topology.apis) {
+        rotation.delete(api.url!); // out of the load balancer first, as an orchestrator does
+        await api.stop();
+        await api.start();
+        rotation.add(api.url!);
+      }
+      for (const worker of topology.workers) {
+        await worker.stop();
+        await worker.start();
+      }
+      await topology.server.stop();
+      await topology.server.start();
+    })();
+    await Promise.all([producer.run('rolling', 100, 45_000), restarts]);
+    const { statuses, duplicates, events } = await assertNoneLost('rolling');
+    const answers = [...producer.answers].map(([status, n]) => [status, n - (before.get(status) ?? 0)] as const).filter(([, n]) => n > 0);
+    process.stdout.write(`      rolling restart: ${events} events, answers ${JSON.stringify(Object.fromEntries(answers))}, ${JSON.stringify(statuses)}, ${duplicates} received twice\n`);
+    assert.deepEqual(answers.map(([status]) => status).filter((status) => status !== '202' && status !== '503'), []);
+    assert.equal(producer.unanswered - unansweredBefore, 0, 'no request to a process in rotation went unanswered');
+  });
+});
