@@ -42,7 +42,19 @@ async function bindOnce(ip: string, port: number, setting: string): Promise<numb
   return bound;
 }
 
-export const freePort = (): Promise<number> => bindOnce('127.0.0.1', 0, 'a free port');
+/**
+ * A free loopback port below the kernel's ephemeral range (32768 and up on Linux), where
+ * outgoing connections never take one: a port the system handed out as free could be the
+ * local end of a connection by the time its listener starts (a busy test run saw it), and a
+ * Temporal cluster keeps its members' ports as a PostgreSQL smallint (at most 32767).
+ */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = 10_000 + Math.floor(Math.random() * 22_768);
+    if (await bindOnce('127.0.0.1', port, 'a free port').then(() => true, () => false)) return port;
+  }
+  return bindOnce('127.0.0.1', 0, 'a free port');
+}
 
 /** deploy/temporal/dynamicconfig.yaml: what docker-compose's server gets, the dev server gets too. */
 const DYNAMIC_CONFIG_FILE = path.join(__dirname, '..', '..', '..', 'deploy', 'temporal', 'dynamicconfig.yaml');

@@ -1,5 +1,4 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { tiedToParent } from '../lifecycle';
@@ -30,29 +29,13 @@ export interface TemporalServerOptions {
   /** Its two databases, created when missing. */
   databases: { temporal: string; visibility: string };
   namespaces: readonly string[];
+  /** Each service in a process of its own (the bench's CPU by service); otherwise one process, as compose runs it. */
+  apart?: boolean;
   onLog?: (line: string) => void;
 }
 
-const SERVICES = ['FRONTEND', 'HISTORY', 'MATCHING', 'WORKER'] as const;
-
-/**
- * A free loopback port the cluster's membership table can hold: it keeps ports as a
- * PostgreSQL smallint, and the system's free ports are above 32767.
- */
-async function freeMembershipPort(): Promise<number> {
-  for (;;) {
-    const port = 10_000 + Math.floor(Math.random() * 22_000);
-    const server = net.createServer();
-    const bound = await new Promise<boolean>((resolve) => {
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => resolve(true));
-    });
-    if (bound) {
-      await new Promise((resolve) => server.close(resolve));
-      return port;
-    }
-  }
-}
+const SERVICE_NAMES = ['frontend', 'history', 'matching', 'worker'] as const;
+const SERVICES = SERVICE_NAMES.map((service) => service.toUpperCase());
 
 /**
  * A Temporal server as docker-compose.yml runs it (deploy/temporal's config.yaml, its
@@ -60,14 +43,13 @@ async function freeMembershipPort(): Promise<number> {
  */
 export class TemporalServer {
   address = '';
-  private child?: ChildProcess;
+  /** Its processes' exits, stopped or not, and its last lines: what a test says when it fails. */
+  readonly exits: string[] = [];
+  readonly said: string[] = [];
+  private children = new Map<string, ChildProcess>();
   private env: NodeJS.ProcessEnv = {};
 
   constructor(private readonly options: TemporalServerOptions) {}
-
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
 
   /** Schema, server, namespaces: the first start of a cluster. */
   async setUp(): Promise<this> {
@@ -75,7 +57,7 @@ export class TemporalServer {
     const ports: Record<string, string> = { FRONTEND_HTTP_PORT: String(await freePort()) };
     for (const service of SERVICES) {
       ports[`${service}_GRPC_PORT`] = String(await freePort());
-      ports[`${service}_MEMBERSHIP_PORT`] = String(await freeMembershipPort());
+      ports[`${service}_MEMBERSHIP_PORT`] = String(await freePort());
     }
     this.address = `127.0.0.1:${ports.FRONTEND_GRPC_PORT}`;
     this.env = {
@@ -100,27 +82,37 @@ export class TemporalServer {
 
   /** Starts the server on the cluster's ports; answers once its frontend serves. */
   async start(): Promise<void> {
-    const args = ['--config-file', path.join(DEPLOY_TEMPORAL, 'config.yaml'), '--allow-no-auth', 'start'];
-    const child = spawn(...tiedToParent(path.join(this.options.binDir, 'server'), args), { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child = child;
-    const said: string[] = [];
-    const lines = (chunk: Buffer) =>
-      chunk.toString().split('\n').filter(Boolean).forEach((line) => {
-        said.push(line.slice(0, 400));
-        if (said.length > 5) said.shift();
-        this.options.onLog?.(line);
-      });
-    child.stdout!.on('data', lines);
-    child.stderr!.on('data', lines);
-    await waitUntilServing('the Temporal server', this.address, child, () => said.join(' | '), 120_000).catch(async (err: unknown) => {
-      await stopChild(child);
+    const said = this.said;
+    const spawnOne = (services: readonly string[]) => {
+      const args = ['--config-file', path.join(DEPLOY_TEMPORAL, 'config.yaml'), '--allow-no-auth', 'start', ...services.flatMap((service) => ['--service', service])];
+      const child = spawn(...tiedToParent(path.join(this.options.binDir, 'server'), args), { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const lines = (chunk: Buffer) =>
+        chunk.toString().split('\n').filter(Boolean).forEach((line) => {
+          said.push(line.slice(0, 400));
+          if (said.length > 8) said.shift();
+          this.options.onLog?.(line);
+        });
+      child.stdout!.on('data', lines);
+      child.stderr!.on('data', lines);
+      child.once('exit', (code, signal) => this.exits.push(`${services.join(',') || 'server'} exited (${code ?? signal})`));
+      return child;
+    };
+    this.children = this.options.apart ? new Map(SERVICE_NAMES.map((service) => [service, spawnOne([service])])) : new Map([['server', spawnOne([])]]);
+    const front = this.children.get('frontend') ?? this.children.get('server')!;
+    await waitUntilServing('the Temporal server', this.address, front, () => said.join(' | '), 120_000).catch(async (err: unknown) => {
+      await this.stop();
       throw err;
     });
   }
 
+  /** Its processes' ids: `server`, or one per service when they run apart. */
+  pids(): Record<string, number | undefined> {
+    return Object.fromEntries([...this.children].map(([name, child]) => [name, child.pid]));
+  }
+
   /** SIGTERM (SIGKILL after 10 s): the server's own graceful stop. */
   async stop(): Promise<void> {
-    if (this.child) await stopChild(this.child);
+    await Promise.all([...this.children.values()].map((child) => stopChild(child)));
   }
 
   /**

@@ -19,6 +19,8 @@ export class SteadyProducer {
   /** Requests that got no answer (connection refused or reset). */
   unanswered = 0;
   private turn = 0;
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
     /** The API URLs in rotation now. */
@@ -45,13 +47,18 @@ export class SteadyProducer {
     const sent: SentEvent = { firstSentAt: performance.now() };
     this.events.set(eventId, sent);
     for (let tries = 1; ; tries++) {
+      // At most MAX_IN_FLIGHT requests at once, as a real producer's pool: a stall (the server
+      // away) queues events here rather than opening a connection each.
+      await this.slot();
       const targets = this.rotation();
       const target = targets[this.turn++ % targets.length]!;
       const answer = await fetch(`${target}/v1/events`, {
         method: 'POST',
         headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
         body: JSON.stringify(this.event(eventId)),
-      }).catch(() => undefined);
+      })
+        .catch(() => undefined)
+        .finally(() => this.release());
       if (!answer) {
         this.unanswered += 1;
         await pause(500);
@@ -70,6 +77,18 @@ export class SteadyProducer {
       await pause(Math.min(Number(retryAfter ?? 1) * 1000 * Math.min(tries, 5), 5000));
     }
   }
+
+  private async slot(): Promise<void> {
+    if (this.inFlight >= MAX_IN_FLIGHT) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.inFlight += 1;
+  }
+
+  private release(): void {
+    this.inFlight -= 1;
+    this.waiting.shift()?.();
+  }
 }
+
+const MAX_IN_FLIGHT = 128;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -2,7 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { freePort } from '../../src/temporal/dev-server';
 import { TemporalServer } from '../../src/temporal/temporal-server';
-import { ended, entryPoint, waitForOk } from './entry-point';
+import { ended, entryPoint } from './entry-point';
+import { waitFor } from './platform';
 import { createTestDatabase } from './postgres';
 import { testSettings } from './settings';
 
@@ -11,8 +12,10 @@ export class Member {
   child?: ChildProcess;
   /** What it logged that the topology listens for. */
   readonly lines: string[] = [];
-  /** Its last lines, said when it fails. */
-  private readonly tail: string[] = [];
+  /** Its last lines, said when it or a test fails. */
+  readonly tail: string[] = [];
+  /** Why it exited each time a start failed (the orchestrator started it again). */
+  readonly restarts: string[] = [];
 
   constructor(
     readonly role: 'api' | 'worker',
@@ -21,20 +24,40 @@ export class Member {
     readonly url?: string,
   ) {}
 
-  /** Spawns it; an API is awaited until `/readyz`, a worker until it logs that it runs. */
+  /**
+   * Spawns it, as an orchestrator with a restart policy does (compose's `unless-stopped`): one
+   * that exits while starting (its start failed: it exits 1 for that) is started again, at
+   * most 5 times, each such exit kept in `restarts` with its last lines. An API is awaited
+   * until `/readyz`, a worker until it logs that it runs.
+   */
   async start(): Promise<void> {
-    const listening = new Promise<void>((resolve, reject) => {
-      this.child = entryPoint(this.role, this.env, (line) => {
-        if (/schema migrated|worker running/.test(line)) this.lines.push(line);
-        this.tail.push(line.slice(0, 500));
-        if (this.tail.length > 8) this.tail.shift();
-        if (/worker running/.test(line)) resolve();
-      });
-      this.child.once('exit', (code, signal) => reject(new Error(`${this.name} exited (${code ?? signal}) while starting:\n${this.tail.join('\n')}`)));
+    for (let tries = 1; ; tries++) {
+      const exited = await this.startOnce();
+      if (!exited) return;
+      this.restarts.push(exited);
+      if (tries >= 5) throw new Error(`${this.name} exited at each of 5 starts; the last:\n${exited}`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+
+  /** Answers why it exited, if it did before it was ready. */
+  private async startOnce(): Promise<string | undefined> {
+    this.tail.length = 0;
+    let running = false;
+    const child = entryPoint(this.role, this.env, (line) => {
+      if (/schema migrated|worker running/.test(line)) this.lines.push(line);
+      if (line.includes('worker running')) running = true;
+      this.tail.push(line.slice(0, 500));
+      if (this.tail.length > 8) this.tail.shift();
     });
-    listening.catch(() => undefined); // an API's start is awaited on /readyz instead
-    if (this.url) await waitForOk(this.url, '/readyz', this.name, 120_000);
-    else await listening;
+    this.child = child;
+    const exit = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(`${this.name} exited (${code ?? signal}) while starting:\n${this.tail.join('\n')}`)));
+    const gone = () => child.exitCode !== null || child.signalCode !== null;
+    const url = this.url;
+    const isReady = url ? () => fetch(`${url}/readyz`).then((r) => r.ok, () => false) : async () => running;
+    // Ends once ready or gone: the exit then says why.
+    await waitFor(async () => (gone() || (await isReady()) ? true : undefined), 120_000, `${this.name} to be ready`, 100);
+    return gone() ? exit : undefined;
   }
 
   /** SIGTERM: the orchestrator's stop (a drain). */
@@ -99,6 +122,17 @@ export class Topology {
 
   members(): Member[] {
     return [...this.apis, ...this.workers];
+  }
+
+  /** What each part said last, and the server's exits: for a failed test's message. */
+  lastWords(): string {
+    const server = [`Temporal server: ${this.server.exits.join(', ') || 'no exit'}`, ...this.server.said];
+    return [...server, ...this.members().flatMap((member) => [`${member.name} (${member.restarts.length} failed starts):`, ...member.restarts, ...member.tail])].join('\n');
+  }
+
+  /** Starts that failed (the process exited while starting, and was started again), by process. */
+  failedStarts(): string {
+    return this.members().map((member) => `${member.name} ${member.restarts.length}`).join(', ');
   }
 
   async stop(): Promise<void> {
