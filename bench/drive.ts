@@ -19,7 +19,7 @@ export interface Tenant {
  * One call of the platform's API; a GET answered 503 is tried again after its Retry-After,
  * as a client would (a worker that has just started answers its first tasks late).
  */
-export async function call(stack: Stack, token: string, method: string, route: string, body?: unknown): Promise<any> {
+export async function call(stack: Pick<Stack, 'base'>, token: string, method: string, route: string, body?: unknown): Promise<any> {
   for (let tries = 1; ; tries++) {
     const response = await fetch(`${stack.base}${route}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.text();
@@ -34,7 +34,7 @@ export async function call(stack: Stack, token: string, method: string, route: s
 
 let tenants = 0;
 /** A tenant with `installations` webhook installations to `url` (the receiver's unless given, which then knows their secrets). */
-export async function tenant(stack: Stack, receiver: BenchReceiver, installations: number, url = receiver.url): Promise<Tenant> {
+export async function tenant(stack: Pick<Stack, 'base' | 'adminToken'>, receiver: BenchReceiver, installations: number, url = receiver.url): Promise<Tenant> {
   const org = `bench-${process.pid}-${++tenants}`;
   await call(stack, stack.adminToken, 'POST', '/v1/orgs', { id: org, subdomain: org, title: 'Bench' });
   const { token } = await call(stack, stack.adminToken, 'POST', '/v1/users', { id: `${org}-user`, orgs: [org] });

@@ -10,7 +10,9 @@ import { cpuNeighbourScenario } from './cpu-neighbours';
 import { devLoopScenario } from './dev-loop';
 import { logNeighbourScenario } from './log-neighbours';
 import { startRelay } from './relay';
-import { startEmbedded, startSplit } from './stack';
+import { settled, startEmbedded, startSplit } from './stack';
+import { capacityReport, capacityScenario } from './capacity';
+import { leakReport, leakScenario } from './leak';
 import { bare, bodiesOf, call, cpuBudget, DRAIN_MS, events, ingest, ingestClient, ratio, round, tenant, throughPlatform } from './drive';
 import { serializePayload } from '../src/webhooks/events';
 
@@ -32,6 +34,9 @@ async function main(): Promise<void> {
   process.stderr.write('bench: starting the embedded default (npm start)\n');
   let stack = await startEmbedded();
   try {
+    // Fresh, nothing delivered yet: the service's memory at idle (target <= 200 MiB).
+    await settled(stack);
+    results.embeddedIdleRssMiB = stack.rss();
     const a = await tenant(stack, receiver, 1);
     // (a) 30,000 events, concurrency 64.
     if (only('a')) {
@@ -138,6 +143,8 @@ async function main(): Promise<void> {
     if (only('j')) results.j = await logNeighbourScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(15, Math.round(30 * SCALE)));
     // (i) platform dev: a save until its installation runs it.
     if (only('i')) results.i = await devLoopScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(10, Math.round(30 * SCALE)));
+    if (only('k')) results.k = await capacityScenario(stack, receiver, SCALE);
+    if (only('l')) results.l = await leakScenario(stack, receiver, 30 * SCALE);
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -261,9 +268,12 @@ function report(r: any): string {
       line('platform check alone p50 ms', `${r.i.checkMs.p50} (baseline: the local build every reload repeats; ratio ${r.i.ratio})`),
     ],
   };
+  sections.k = () => capacityReport(r.k, line);
+  sections.l = () => leakReport(r.l, line);
   const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);
+  const memory = line('embedded default RSS MiB at idle', `${JSON.stringify(r.embeddedIdleRssMiB)} (target: the service <= 200)`);
   const invalid = ran.filter((scenario) => r[scenario].platform?.invalidSignatures !== undefined).reduce((sum, scenario) => sum + r[scenario].platform.invalidSignatures, 0);
-  return [...ran.flatMap((scenario) => sections[scenario]!()), line('invalid signatures', invalid)].join('\n');
+  return [memory, ...ran.flatMap((scenario) => sections[scenario]!()), line('invalid signatures', invalid)].join('\n');
 }
 
 main().catch((err) => {

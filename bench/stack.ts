@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { childrenOf } from '../src/system/procfs';
+import { childrenOf, cpuSecondsOf, residentBytes } from '../src/system/procfs';
 import { findOrBuildTemporalCli } from '../src/temporal/cli-binary';
 import { generateEncryptionKey } from '../src/temporal/codec';
 import { freePort, startDevServer, type DevServer } from '../src/temporal/dev-server';
@@ -25,11 +25,11 @@ export function peakRssMiB(pid: number | undefined): number | undefined {
 const NODE_FLAGS = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { config: { nodeFlags: string } }).config.nodeFlags.split(' ');
 
 /** `node dist/src/main.js [role]`: both roles (the embedded default) unless one is named. */
-function node(role: 'all' | 'api' | 'worker', env: NodeJS.ProcessEnv): ChildProcess {
+export function node(role: 'all' | 'api' | 'worker', env: NodeJS.ProcessEnv): ChildProcess {
   return spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'dist', 'src', 'main.js'), ...(role === 'all' ? [] : [role])], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-async function waitHealthy(base: string): Promise<void> {
+export async function waitHealthy(base: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
     if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -37,16 +37,14 @@ async function waitHealthy(base: string): Promise<void> {
   throw new Error('the API never became healthy');
 }
 
-/** CPU time (user and system, Linux USER_HZ = 100) a process has used so far, in seconds. */
-export function cpuSeconds(pid: number | undefined): number | undefined {
-  if (!pid) return undefined;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
+/** CPU seconds a process has used so far (procfs), none before it started. */
+export const cpuSeconds = (pid: number | undefined): number | undefined => (pid ? cpuSecondsOf(pid) : undefined);
+
+/** Its resident set now (VmRSS), in MiB. */
+export const rssMiB = (pid: number | undefined): number | undefined => {
+  const bytes = pid ? residentBytes(pid) : undefined;
+  return bytes === undefined ? undefined : Math.round(bytes / 2 ** 20);
+};
 
 export interface Stack {
   base: string;
@@ -56,6 +54,8 @@ export interface Stack {
   dataDir: string;
   /** Peak RSS of each process of the stack, in MiB. */
   peakRss(): Record<string, number | undefined>;
+  /** RSS of each process of the stack now, in MiB. */
+  rss(): Record<string, number | undefined>;
   /** CPU seconds each process of the stack has used so far (a killed worker's are gone). */
   cpu(): Record<string, number | undefined>;
   /** The delivery log's files on disk, in MiB. */
@@ -116,6 +116,7 @@ export async function startEmbedded(): Promise<Stack> {
     adminToken,
     dataDir,
     peakRss: () => ({ 'platform (API and worker)': peakRssMiB(main.pid), 'temporal dev server': peakRssMiB(devServer) }),
+    rss: () => ({ 'platform (API and worker)': rssMiB(main.pid), 'temporal dev server': rssMiB(devServer) }),
     cpu: () => ({ 'platform (API and worker)': cpuSeconds(main.pid), 'temporal dev server': cpuSeconds(devServer) }),
     logSizeMiB: () => logSize(dataDir),
     stop: async () => {
@@ -142,6 +143,7 @@ export async function startSplit(): Promise<Stack> {
     adminToken,
     dataDir,
     peakRss: () => ({ api: peakRssMiB(api.pid), worker: Math.max(...workerPeaks, peakRssMiB(worker.pid) ?? 0), 'temporal dev server': peakRssMiB(devServer.pid) }),
+    rss: () => ({ api: rssMiB(api.pid), worker: rssMiB(worker.pid), 'temporal dev server': rssMiB(devServer.pid) }),
     cpu: () => ({ api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid), 'temporal dev server': cpuSeconds(devServer.pid) }),
     logSizeMiB: () => logSize(dataDir),
     killWorker: () => {

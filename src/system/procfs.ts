@@ -112,6 +112,18 @@ export function cpuSecondsOf(pid: number): number | undefined {
   return fields.length ? (Number(fields[11]) + Number(fields[12])) / 100 : undefined;
 }
 
+/**
+ * CPU time of a process and everything it started: its own, its children's that it has
+ * reaped (fields 16 and 17), and its live descendants' (a PostgreSQL server's backends,
+ * a worker's workerd processes).
+ */
+export function treeCpuSecondsOf(pid: number): number | undefined {
+  const fields = statFields(pid);
+  if (!fields.length) return undefined;
+  const own = (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
+  return childrenOf(pid).reduce((sum, child) => sum + (treeCpuSecondsOf(child) ?? 0), own);
+}
+
 /** A process's command name (its executable's, once it has exec'd), or '' once it is gone. */
 export function commandOf(pid: number): string {
   return readOr(`/proc/${pid}/comm`).trim();

@@ -8,6 +8,8 @@ import { freePort } from '../../src/temporal/dev-server';
 
 export interface TestPostgres {
   url: string;
+  /** The server's (postmaster's) process. */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -63,6 +65,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   }
   return {
     url,
+    pid: server.pid,
     stop: async () => {
       if (server.exitCode === null) {
         await new Promise<void>((resolve) => {

@@ -1,0 +1,74 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { childrenOf, cpuSecondsOf, treeCpuSecondsOf } from '../src/system/procfs';
+import { findOrBuildTemporalCli } from '../src/temporal/cli-binary';
+import { generateEncryptionKey } from '../src/temporal/codec';
+import { freePort } from '../src/temporal/dev-server';
+import { findOrBuildTemporalServer, TemporalServer } from '../src/temporal/temporal-server';
+import { createTestDatabase, startPostgres } from '../test/support/postgres';
+import { cpuSeconds, node, peakRssMiB, rssMiB, waitHealthy, type Stack } from './stack';
+
+export type TopologyStack = Pick<Stack, 'base' | 'adminToken' | 'cpu' | 'peakRss' | 'rss' | 'stop'>;
+
+/**
+ * The production topology on this machine (test/topology.test.ts's, measured): a Temporal
+ * server from deploy/temporal with each service in a process of its own, PostgreSQL for
+ * its databases and the delivery log, two API processes (`base` takes them in turn, as a
+ * load balancer would) and two workers. CPU is told by component: each API and worker,
+ * each Temporal service, PostgreSQL with all its backends, the workers' workerd processes.
+ */
+export async function startTopology(): Promise<TopologyStack> {
+  const postgres = await startPostgres();
+  const { hostname, port, username } = new URL(postgres.url);
+  const server = new TemporalServer({
+    binDir: await findOrBuildTemporalServer(process.env),
+    cliPath: await findOrBuildTemporalCli(process.env),
+    postgres: { host: hostname, port: Number(port), user: username },
+    databases: { temporal: 'temporal', visibility: 'temporal_visibility' },
+    namespaces: ['default'],
+    apart: true,
+  });
+  await server.setUp();
+  const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  const apiPorts = [await freePort(), await freePort()];
+  const env = {
+    TEMPORAL_ADDRESS: server.address,
+    PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(),
+    PLATFORM_ADMIN_TOKEN: adminToken,
+    PLATFORM_DATABASE_URL: await createTestDatabase(postgres.url, 'delivery_log'),
+    PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
+    PLATFORM_BASE_URL: `http://127.0.0.1:${apiPorts[0]}`,
+    LOG_LEVEL: 'error',
+  };
+  const urls = apiPorts.map((apiPort) => `http://127.0.0.1:${apiPort}`);
+  const processes: Record<string, ChildProcess> = {};
+  for (const [i, apiPort] of apiPorts.entries()) processes[`api ${i + 1}`] = node('api', { ...env, PORT: String(apiPort), PLATFORM_BASE_URL: urls[i] });
+  for (const i of [1, 2]) processes[`worker ${i}`] = node('worker', { ...env, PLATFORM_WORKER_METRICS_PORT: String(await freePort()) });
+  await Promise.all(urls.map(waitHealthy));
+  const postmaster = Number(postgres.pid);
+  const temporal = () => Object.entries(server.pids()).map(([service, pid]) => [`temporal ${service}`, pid] as const);
+  const platform = () => Object.entries(processes).map(([name, child]) => [name, child.pid] as const);
+  let turn = 0;
+  return {
+    get base() {
+      return urls[turn++ % urls.length]!;
+    },
+    adminToken,
+    cpu: () => ({
+      ...Object.fromEntries([...platform(), ...temporal()].map(([name, pid]) => [name, cpuSeconds(pid)])),
+      // The workers' own time is theirs; what they started (workerd) is told apart.
+      workerd: ['worker 1', 'worker 2'].reduce((sum, name) => sum + ((treeCpuSecondsOf(processes[name]!.pid!) ?? 0) - (cpuSecondsOf(processes[name]!.pid!) ?? 0)), 0),
+      postgresql: treeCpuSecondsOf(postmaster),
+    }),
+    peakRss: () => Object.fromEntries([...platform(), ...temporal(), ['postgresql (server)', postmaster] as const].map(([name, pid]) => [name, peakRssMiB(pid)])),
+    rss: () => ({
+      ...Object.fromEntries([...platform(), ...temporal()].map(([name, pid]) => [name, rssMiB(pid)])),
+      'postgresql (all backends)': [postmaster, ...childrenOf(postmaster)].reduce((sum, pid) => sum + (rssMiB(pid) ?? 0), 0),
+    }),
+    stop: async () => {
+      await Promise.all(Object.values(processes).map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill('SIGTERM'))))));
+      await server.stop();
+      await postgres.stop();
+    },
+  };
+}
