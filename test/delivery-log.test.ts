@@ -69,20 +69,6 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(delivery.attemptCount, 2);
     });
 
-    it('lets one run of a batch claim an attempt: not a run beside it (its heartbeats lost), nor one after the delivery moved on', async function () {
-      await stores.events.recordEvents([event('evt_claim', ['ins_1', 'ins_2'])]);
-      const started = (id: string, attempt = 1) => ({ deliveryId: `evt_claim:${id}`, attempt, startedAt: new Date().toISOString(), url: 'https://example.com/hook' });
-      assert.deepEqual([...(await stores.attempts.claimStarted([started('ins_1')], run))], ['evt_claim:ins_1']);
-      // A second run of the batch, started while the first still runs: the same attempt is not its to make.
-      const beside = { workflowId: run.workflowId, runId: 'run-beside' };
-      assert.deepEqual([...(await stores.attempts.claimStarted([started('ins_1'), started('ins_2')], beside))], ['evt_claim:ins_2']);
-      // The first run records its answer (delivered): a late claim of the next attempt is refused, and leaves no row.
-      await stores.attempts.recordOutcomes([{ id: 'evt_claim:ins_1', status: 'delivered', attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 5, url: 'https://example.com/hook', statusCode: 200 } }], run);
-      assert.equal((await stores.attempts.claimStarted([started('ins_1', 2)], beside)).size, 0);
-      const inFlight = await stores.db.selectFrom('attempts_in_flight').select(['delivery_id', 'attempt', 'run_id']).where('delivery_id', 'like', 'evt_claim:%').orderBy('delivery_id').execute();
-      assert.deepEqual(inFlight, [{ delivery_id: 'evt_claim:ins_2', attempt: 1, run_id: 'run-beside' }]);
-    });
-
     it('stores an answer with NUL bytes (a binary body), which PostgreSQL refuses in text, with the rest of its write', async function () {
       await stores.events.recordEvents([event('evt_nul', ['ins_1', 'ins_2'])]);
       const attempt = { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook' };

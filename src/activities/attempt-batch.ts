@@ -8,7 +8,6 @@ import type { Logger } from '../logger';
 import type { DestinationGuard } from '../net/destination-guard';
 import { PLATFORM_VERSION } from '../version';
 import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
-import { ATTEMPT_TIMEOUT_MS } from '../webhooks/schedule';
 import { createAgents, InterruptedError, postOnce, unlessStopped } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
 import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
@@ -43,7 +42,7 @@ export interface AttemptBatchResult {
   /** When that retry is due (ms since 1970, on the clock of this worker, `clock`): its attempt is made then, not before. */
   retryAt?: number;
   clock?: string;
-  /** Not attempted (no room in the isolate pool, the worker stopping, another run making it): the same attempt is asked for after `retryInMs`. */
+  /** Not attempted (no room in the isolate pool): the same attempt is made after `retryInMs`. */
   again?: true;
 }
 
@@ -61,9 +60,6 @@ export interface AttemptBatchDependencies {
 
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
 const NO_ROOM_RETRY_MS = 2000;
-
-/** Past an attempt's timeout, how long its outcome may take to be written by the run that made it. */
-const SETTLE_MS = 2000;
 
 /** How long an attempt's outcome may wait for others to share its write (see OutcomeRecorder). */
 const RECORD_EVERY_MS = 20;
@@ -86,15 +82,12 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
    * its answer is recorded leaves a trace (see interruptedRecord); the attempts of every
    * batch starting in one turn of the event loop share one write.
    */
-  const starts = new GroupCommit<{ started: StartedAttempt; run: { workflowId: string; runId: string } }, boolean>(async (items) => {
+  const starts = new GroupCommit<{ started: StartedAttempt; run: { workflowId: string; runId: string } }, void>(async (items) => {
     const byRun = new Map<string, typeof items>();
     for (const item of items) byRun.set(item.run.runId, [...(byRun.get(item.run.runId) ?? []), item]);
-    const claimed = new Set<string>();
-    for (const part of byRun.values()) for (const id of await deps.attempts.claimStarted(part.map((item) => item.started), part[0]!.run)) claimed.add(id);
-    return items.map((item) => claimed.has(item.started.deliveryId));
+    for (const part of byRun.values()) await deps.attempts.recordStarted(part.map((item) => item.started), part[0]!.run);
+    return items.map(() => undefined);
   }, 1000);
-  /** Until an attempt started elsewhere has surely ended and been written, answered or not. */
-  const settleMs = (deps.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS) + SETTLE_MS;
 
   /** An event to integration code: its isolate's answer decides as a receiver's would (a timeout is retried). */
   async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
@@ -194,8 +187,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.getMany(installationIds) };
         return read.targets;
       };
-      /** Deliveries whose attempt this run did not make: the same attempt is asked for after `inMs`. */
-      const later: { id: string; inMs: number }[] = [];
+      /** Deliveries to integration code that found no room in the isolate pool: not attempted. */
+      const noRoom: string[] = [];
+      /** Deliveries not attempted because the worker stopped first: the same attempt, at its time, on another worker. */
+      const unsent: AttemptBatchInput['entries'] = [];
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
         await deps.attempts.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
@@ -209,29 +204,26 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           // Recorded by an earlier run of the batch (written and counted then): its outcome again.
           if (delivery.recorded) return judge(id, delivery.recorded, delivery.interruptedBefore);
           // Started by an earlier run that died before its answer was recorded: not sent again.
-          // That run may be alive still (its heartbeats lost while the server was away): until
-          // its attempt has surely ended, the same attempt is asked again later, not taken for interrupted.
           if (delivery.interrupted) {
-            const endsAt = Date.parse(delivery.interrupted.startedAt) + settleMs;
-            if (endsAt > Date.now()) return void later.push({ id, inMs: endsAt - Date.now() });
             const outcome = judge(id, interruptedRecord(delivery.interrupted), delivery.interruptedBefore);
             recorder.add(outcome);
             return outcome;
           }
           await waitUntil(timeOf(entry), stopping);
-          // Not attempted because the worker stopped first: the same attempt, at its time, on another worker.
-          if (stopping.aborted) return void later.push({ id, inMs: Math.max(0, timeOf(entry) - Date.now()) });
+          if (stopping.aborted) {
+            unsent.push(entry);
+            return undefined;
+          }
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
           let outcome = notAttempted(delivery, attempt, target);
           if (!outcome) {
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
-            // Another run of this batch is making it: its answer is awaited, not sent twice.
-            if (!(await starts.submit({ started, run: input }))) return void later.push({ id, inMs: settleMs });
+            await starts.submit({ started, run: input });
             outcome = await tracedAttempt(delivery, entry, target!, stopping).catch(async (err: unknown) => {
               if (!isNoRoom(err)) throw err;
-              // No room in the isolate pool: no attempt was made; the same one is made later, not taken for interrupted.
+              // No attempt was made: the same one is made later, not taken for interrupted.
               await deps.attempts.forgetStarted([started]);
-              later.push({ id, inMs: NO_ROOM_RETRY_MS });
+              noRoom.push(id);
               return undefined;
             });
           }
@@ -247,7 +239,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       });
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
-      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, later: later.length }, 'attempt batch');
+      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, noRoom: noRoom.length, unsent: unsent.length }, 'attempt batch');
       return [
         ...written.map((outcome) => ({
           id: outcome.id,
@@ -256,8 +248,9 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
           ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id))),
         })),
-        // Delayed, none of their attempts spent, none failed.
-        ...later.map(({ id, inMs }) => ({ id, status: 'pending' as const, again: true as const, ...retryOf(inMs, performance.now()) })),
+        // A busy pool delays them; it spends none of their attempts, nor fails them.
+        ...noRoom.map((id) => ({ id, status: 'pending' as const, again: true as const, ...retryOf(NO_ROOM_RETRY_MS, performance.now()) })),
+        ...unsent.map((entry) => ({ id: entry.id, status: 'pending' as const, again: true as const, ...retryOf(Math.max(0, timeOf(entry) - Date.now()), performance.now()) })),
       ];
     } finally {
       clearInterval(heartbeat);

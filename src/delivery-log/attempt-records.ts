@@ -56,31 +56,16 @@ export class AttemptRecords {
     for (const { deliveryId, attempt } of attempts) await this.db.deleteFrom('attempts_in_flight').where('delivery_id', '=', deliveryId).where('attempt', '=', attempt).execute();
   }
 
-  /**
-   * Attempts about to go out, written first: a worker that dies before recording their
-   * answers leaves them for the next run to find. Answers the deliveries whose attempt this
-   * run may make: not one another run of the batch is making (its heartbeats were lost, a
-   * server restart say, and it runs on beside this one), nor one whose delivery has moved
-   * on meanwhile (that run recorded it).
-   */
-  async claimStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<Set<string>> {
-    const claimed = new Set<string>();
+  /** Attempts about to go out, written first: a worker that dies before recording their answers leaves them for the next run to find. */
+  async recordStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<void> {
+    if (attempts.length === 0) return;
     for (const part of chunks(attempts)) {
-      const asked = new Map(part.map((started) => [started.deliveryId, started.attempt]));
-      await this.db.transaction().execute(async (trx) => {
-        const inserted = await trx
-          .insertInto('attempts_in_flight')
-          .values(part.map((started) => ({ delivery_id: started.deliveryId, attempt: started.attempt, started_at: Date.parse(started.startedAt), url: started.url, workflow_id: run.workflowId, run_id: run.runId })))
-          .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
-          .returning('delivery_id')
-          .execute();
-        const ids = inserted.map((row) => row.delivery_id);
-        const open = ids.length ? await trx.selectFrom('deliveries').select(['id', 'attempts']).where('id', 'in', ids).where('status', '=', 'pending').execute() : [];
-        for (const row of open) if (row.attempts < asked.get(row.id)!) claimed.add(row.id);
-        for (const id of ids.filter((id) => !claimed.has(id))) await trx.deleteFrom('attempts_in_flight').where('delivery_id', '=', id).where('attempt', '=', asked.get(id)!).execute();
-      });
+      await this.db
+        .insertInto('attempts_in_flight')
+        .values(part.map((started) => ({ delivery_id: started.deliveryId, attempt: started.attempt, started_at: Date.parse(started.startedAt), url: started.url, workflow_id: run.workflowId, run_id: run.runId })))
+        .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+        .execute();
     }
-    return claimed;
   }
 
   /**

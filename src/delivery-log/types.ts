@@ -83,7 +83,7 @@ export interface DeliveryToAttempt extends Pick<NewDelivery, 'id' | 'eventId' | 
   interruptedBefore: number;
 }
 
-/** An attempt as written before it goes out (see AttemptRecords.claimStarted). */
+/** An attempt as written before it goes out (see AttemptRecords.recordStarted). */
 export interface StartedAttempt extends Pick<AttemptRecord, 'attempt' | 'startedAt' | 'url'> {
   deliveryId: string;
 }
