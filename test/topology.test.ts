@@ -86,7 +86,8 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
     for (const [id, event] of sent) assert.equal(event.deliveries?.length, 1, `${id}: one delivery each`);
     const statuses = await settled(prefix);
     assert.equal(statuses.logged, sent.length, `every accepted delivery is in the log: ${JSON.stringify(statuses)}`);
-    assert.equal((statuses.delivered ?? 0) + (statuses.failed ?? 0), sent.length, JSON.stringify(statuses));
+    // The receiver answers 200 to everything: a failed delivery is the platform's fault.
+    assert.equal(statuses.delivered, sent.length, JSON.stringify(statuses));
     const { events, duplicates } = received(prefix);
     const { rows } = await log.query<{ event_id: string }>("SELECT event_id FROM deliveries WHERE status = 'delivered' AND id = ANY($1)", [sent.flatMap(([, event]) => event.deliveries!)]);
     for (const row of rows) assert.ok(events.has(row.event_id), `${row.event_id} is delivered in the log but the receiver never got it`);
@@ -100,21 +101,21 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
     return first ? first.at - faultAt : Infinity;
   }
 
-  it('two processes starting together migrate the delivery log once', async function () {
+  it('four processes starting together migrate the delivery log once: one applies every migration, the others find it done', async function () {
     const migrated = topology.members().filter((member) => member.lines.some((line) => line.includes('schema migrated')));
     assert.equal(migrated.length, 1, `one of the four processes migrated: ${migrated.map((member) => member.name).join(', ')}`);
-    const { rows } = await log.query<{ name: string; n: string }>('SELECT name, count(*) AS n FROM kysely_migration GROUP BY name');
-    assert.ok(rows.length > 0);
-    for (const row of rows) assert.equal(Number(row.n), 1, row.name);
+    const applied = (JSON.parse(migrated[0]!.lines.find((line) => line.includes('schema migrated'))!) as { migrations: string[] }).migrations;
+    const { rows } = await log.query<{ name: string }>('SELECT name FROM kysely_migration ORDER BY name');
+    assert.deepEqual(rows.map((row) => row.name), [...applied].sort());
   });
 
   it('200 events/s for 60 s through an API SIGKILLed at 20 s, a worker at 40 s and the server restarted at 50 s: none lost, deliveries back within 15 s of each', async function () {
     const started = performance.now();
-    const faults: { what: string; at: number }[] = [];
+    const faults: { what: string; at: number; late: number }[] = [];
     // Each at its time, whatever the one before takes to recover; the orchestrator restarts what died.
     const at = async (seconds: number, what: string, fault: () => Promise<void>) => {
       await pause(started + seconds * 1000 - performance.now());
-      faults.push({ what, at: performance.now() });
+      faults.push({ what, at: performance.now(), late: performance.now() - started - seconds * 1000 });
       await fault();
     };
     const crash = (member: Member) => async () => {
@@ -140,7 +141,7 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
     assert.equal(faults.length, 3);
     assert.ok(duplicates <= events * 0.01, `${duplicates} duplicates of ${events}`);
     // Each fault came while events were still being sent (the harness kept time), and deliveries came back.
-    for (const { at: faultAt, what } of faults) assert.ok(faultAt - started < 58_000, `${what} came ${((faultAt - started) / 1000).toFixed(1)} s in, after the load`);
+    for (const { what, late } of faults) assert.ok(late < 5000, `${what} came ${(late / 1000).toFixed(1)} s late: the harness itself was starved`);
     for (const { what, seconds } of recoveries) assert.ok(seconds <= 15, `${what}: deliveries back after ${seconds} s`);
   });
 
@@ -161,7 +162,10 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
       await topology.server.stop();
       await topology.server.start();
     })();
-    await Promise.all([producer.run('rolling', 100, 45_000), restarts]);
+    let restarting = true;
+    void restarts.finally(() => (restarting = false)).catch(() => undefined);
+    // The load lasts until the last restart is over (45 s at least): every restart is under it.
+    await Promise.all([producer.run('rolling', 100, 45_000, () => restarting), restarts]);
     const { statuses, duplicates, events } = await assertNoneLost('rolling');
     const answers = [...producer.answers].map(([status, n]) => [status, n - (before.get(status) ?? 0)] as const).filter(([, n]) => n > 0);
     process.stdout.write(`      rolling restart: ${events} events, answers ${JSON.stringify(Object.fromEntries(answers))}, ${JSON.stringify(statuses)}, ${duplicates} received twice; failed starts: ${topology.failedStarts()}\n`);

@@ -38,12 +38,16 @@ export function createHttpServer(listener: http.RequestListener, limits: HttpLim
   // Checked this often, so that a timeout ends a connection within a second of its limit (Node checks every 30 s by default).
   /** Connections answered 429: a request already sent on one goes no further. */
   const refused = new WeakSet<Socket>();
+  const answering = new Set<http.ServerResponse>();
   const server = http.createServer({ requestTimeout: limits.requestMs, headersTimeout: limits.headersMs, connectionsCheckingInterval: 1000 }, (req, res) => {
     if (refused.has(req.socket)) return void res.destroy();
     // Draining: the client's next request must open a connection elsewhere, not find this one gone.
     if (!server.listening) res.setHeader('connection', 'close');
+    answering.add(res);
+    res.once('close', () => answering.delete(res));
     listener(req, res);
   });
+  underWay.set(server, answering);
   const perClient = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const client = socket.remoteAddress ?? '';
@@ -76,11 +80,18 @@ export const DRAIN_GRACE_MS = 3000;
  */
 export function drainServer(server: http.Server, graceMs = DRAIN_GRACE_MS): Promise<void> {
   return new Promise<void>((resolve) => {
+    // Answers under way end their connection too; each connection is closed once idle.
+    for (const res of underWay.get(server) ?? []) if (!res.headersSent) res.setHeader('connection', 'close');
+    const idle = setInterval(() => server.closeIdleConnections(), 50);
     const cut = setTimeout(() => server.closeAllConnections(), graceMs);
     server.close(() => {
+      clearInterval(idle);
       clearTimeout(cut);
       resolve();
     });
     server.closeIdleConnections();
   });
 }
+
+/** Each server's answers under way (createHttpServer), for its drain. */
+const underWay = new WeakMap<http.Server, Set<http.ServerResponse>>();

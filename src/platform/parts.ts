@@ -7,7 +7,6 @@ import type { Logger } from '../logger';
 import type { Tracing } from '../tracing';
 import type { StartedParts } from '../lifecycle';
 import { connectClient } from '../temporal/client';
-
 import { EncryptionCodec } from '../temporal/codec';
 import { assertKeysOpen } from '../temporal/key-probe';
 import { DIRECTORY_WORKFLOW_ID } from '../workflows/directory';

@@ -165,10 +165,9 @@ function withinDeadline<T>(call: Promise<T>, deadline: number): Promise<T> {
 /**
  * A connection, once the server answers: a process started while its cluster starts or
  * restarts (a rolling restart, a first `docker compose up`) waits for it rather than exit 1,
- * saying so once, for up to STARTUP_WAIT_MS.
+ * saying so once, for up to `startupWaitMs`.
  */
-async function whenServing<T>(connect: () => Promise<T>, settings: TemporalSettings): Promise<T> {
-  const deadline = Date.now() + (settings.startupWaitMs ?? 0);
+async function whenServing<T>(connect: () => Promise<T>, settings: TemporalSettings, deadline: number): Promise<T> {
   let said = false;
   for (let pause = 250; ; pause = Math.min(pause * 2, 4000)) {
     try {
@@ -184,8 +183,13 @@ async function whenServing<T>(connect: () => Promise<T>, settings: TemporalSetti
 
 /** The API's client (a process's Temporal runtime installed first: the native half runs in it). */
 export async function connectClient(settings: TemporalSettings): Promise<Client> {
-  const grpc = await whenServing(() => Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor] }), settings);
-  const native = await whenServing(() => NativeConnection.connect({ address: settings.address }), settings);
+  // One wait for both connections.
+  const deadline = Date.now() + (settings.startupWaitMs ?? 0);
+  const grpc = await whenServing(() => Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor] }), settings, deadline);
+  const native = await whenServing(() => NativeConnection.connect({ address: settings.address }), settings, deadline).catch(async (err: unknown) => {
+    await grpc.close();
+    throw err;
+  });
   const connection = new SplitConnection(grpc, native);
   return new Client({ connection, namespace: settings.namespace, dataConverter: dataConverter(settings.codec), interceptors: { workflow: tracingClientInterceptors(settings.tracing) } });
 }

@@ -49,12 +49,18 @@ async function bindOnce(ip: string, port: number, setting: string): Promise<numb
  * Temporal cluster keeps its members' ports as a PostgreSQL smallint (at most 32767).
  */
 export async function freePort(): Promise<number> {
-  for (let tries = 0; tries < 100; tries++) {
+  for (let tries = 0; tries < 1000; tries++) {
     const port = 10_000 + Math.floor(Math.random() * 22_768);
-    if (await bindOnce('127.0.0.1', port, 'a free port').then(() => true, () => false)) return port;
+    // One handed out already may not listen yet: never the same twice from this process.
+    if (issued.has(port)) continue;
+    if (await bindOnce('127.0.0.1', port, 'a free port').then(() => true, () => false)) {
+      issued.add(port);
+      return port;
+    }
   }
-  return bindOnce('127.0.0.1', 0, 'a free port');
+  throw new Error('no free port between 10000 and 32767 on 127.0.0.1');
 }
+const issued = new Set<number>();
 
 /** deploy/temporal/dynamicconfig.yaml: what docker-compose's server gets, the dev server gets too. */
 const DYNAMIC_CONFIG_FILE = path.join(__dirname, '..', '..', '..', 'deploy', 'temporal', 'dynamicconfig.yaml');

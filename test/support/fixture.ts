@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { findOrBuildTemporalCli } from '../../src/temporal/cli-binary';
-import { findOrBuildTemporalServer } from '../../src/temporal/temporal-server';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { generateEncryptionKey } from '../../src/temporal/codec';
 import { allTestNamespaces } from './namespaces';
@@ -12,13 +11,11 @@ let server: DevServer | undefined;
 let postgres: TestPostgres | undefined;
 
 /**
- * Mocha global fixture: one Temporal dev server from the cached CLI (and the real server's build for the topology test), the workflow bundle
+ * Mocha global fixture: one Temporal dev server from the cached CLI, the workflow bundle
  * the build made (the one the platform's workers load) and one PostgreSQL cluster per run, handed to the test processes through the environment.
  */
 export async function mochaGlobalSetup(): Promise<void> {
   const cliPath = await findOrBuildTemporalCli(process.env);
-  // The production topology's server (test/topology.test.ts); built once per machine, after the CLI.
-  process.env.TEST_TEMPORAL_SERVER_DIR = await findOrBuildTemporalServer(process.env);
   const namespaces = allTestNamespaces(path.join(__dirname, '..'));
   server = await startDevServer({ cliPath, namespace: 'default', extraNamespaces: namespaces });
   if (!existsSync(PREBUILT_WORKFLOW_BUNDLE)) throw new Error(`${PREBUILT_WORKFLOW_BUNDLE} is missing: \`npm test\` builds it (npm run build)`);

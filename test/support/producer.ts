@@ -29,13 +29,13 @@ export class SteadyProducer {
     private readonly event: (eventId: string) => Record<string, unknown>,
   ) {}
 
-  /** `perSecond` events for `durationMs`, ids `${prefix}_${n}`; settles once each is accepted. */
-  async run(prefix: string, perSecond: number, durationMs: number): Promise<void> {
+  /** `perSecond` events for `durationMs` (and while `more()`), ids `${prefix}_${n}`; settles once each is accepted. */
+  async run(prefix: string, perSecond: number, durationMs: number, more: () => boolean = () => false): Promise<void> {
     const sends: Promise<void>[] = [];
     const started = performance.now();
     let n = 0;
     // Every 50 ms, what the rate owes by then: steady whatever a tick's delay.
-    while (performance.now() - started < durationMs) {
+    while (performance.now() - started < durationMs || more()) {
       const owed = Math.floor(((performance.now() - started) / 1000) * perSecond);
       for (; n < owed; n++) sends.push(this.send(`evt_${prefix}_${n}`));
       await new Promise((resolve) => setTimeout(resolve, 50));

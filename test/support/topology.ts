@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { freePort } from '../../src/temporal/dev-server';
-import { TemporalServer } from '../../src/temporal/temporal-server';
+import { findOrBuildTemporalServer, TemporalServer } from '../../src/temporal/temporal-server';
 import { ended, entryPoint } from './entry-point';
 import { waitFor } from './platform';
 import { createTestDatabase } from './postgres';
@@ -86,9 +86,10 @@ export class Topology {
   /** Temporal's schema and server, then all four processes started at once on a fresh log. */
   async start(label: string): Promise<this> {
     const postgresUrl = process.env.TEST_POSTGRES_URL;
-    const binDir = process.env.TEST_TEMPORAL_SERVER_DIR;
     const cliPath = process.env.TEMPORAL_CLI_RESOLVED;
-    if (!postgresUrl || !binDir || !cliPath) throw new Error(`the topology needs the fixture's PostgreSQL and Temporal builds: ${process.env.TEST_POSTGRES_UNAVAILABLE ?? 'the fixture did not run'}`);
+    if (!postgresUrl || !cliPath) throw new Error(`the topology needs the fixture's PostgreSQL and Temporal CLI: ${process.env.TEST_POSTGRES_UNAVAILABLE ?? 'the fixture did not run'}`);
+    // Built once per machine (several minutes the first time): only this test needs it.
+    const binDir = await findOrBuildTemporalServer(process.env);
     const { hostname, port, username } = new URL(postgresUrl);
     const suffix = `${label}_${randomBytes(3).toString('hex')}`;
     this.server = new TemporalServer({
