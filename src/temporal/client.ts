@@ -7,7 +7,7 @@ import { temporalClientErrors } from '../metrics';
 import type { EncryptionCodec } from './codec';
 import type { Tracing } from '../tracing';
 import { tracingClientInterceptors } from '../tracing/temporal';
-import { trackCall } from './calls-in-flight';
+import { heardFrom, trackCall } from './calls-in-flight';
 
 export interface TemporalSettings {
   address: string;
@@ -61,6 +61,7 @@ const deadlineInterceptor: Interceptor = (options, nextCall) => {
       next(metadata, {
         onReceiveStatus(status, nextStatus) {
           end();
+          heardFrom(status.code);
           if (status.code !== grpcStatus.OK) countFailure(status.code);
           nextStatus(status);
         },
@@ -137,8 +138,12 @@ class SplitConnection implements ConnectionLike {
           const end = trackCall();
           const own = native.callContextStorage.getStore()?.deadline;
           const deadline = own === undefined ? Date.now() + CALL_DEADLINE_MS : new Date(own).getTime();
-          return withinDeadline(own === undefined ? native.withDeadline(deadline, call) : call(), deadline).catch((err: unknown) => {
+          return withinDeadline(own === undefined ? native.withDeadline(deadline, call) : call(), deadline).then((answer) => {
+            heardFrom(grpcStatus.OK);
+            return answer;
+          }, (err: unknown) => {
             const code = (err as { code?: unknown }).code;
+            heardFrom(typeof code === 'number' ? code : undefined);
             const passed = Date.now() >= deadline && (code === grpcStatus.CANCELLED || code === grpcStatus.DEADLINE_EXCEEDED);
             const thrown = passed ? deadlineExceeded() : err;
             countFailure((thrown as { code?: number }).code);
