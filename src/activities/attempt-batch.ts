@@ -11,7 +11,7 @@ import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
 import { createAgents, InterruptedError, postOnce, unlessStopped } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
 import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
-import { retryOf, timeOf, waitUntil, workerStopping } from './retry-clock';
+import { batchCancellation, retryOf, timeOf, waitUntil } from './retry-clock';
 import { deliveriesAbsent } from '../metrics';
 import { publicEndpoint } from '../installations/urls';
 import { WEBHOOK_INTEGRATION } from '../installations/webhook';
@@ -165,14 +165,14 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     // the SDK sends is a write of the server. A batch waiting for its retries' time (2 s at
     // most) sends none; one whose receiver hangs for the 10 s attempt timeout sends two.
     const { heartbeatTimeoutMs } = Context.current().info;
-    const stopping = workerStopping(Context.current());
+    const { stopping, superseded, either } = batchCancellation(Context.current());
     const heartbeat = heartbeatTimeoutMs ? setInterval(() => Context.current().heartbeat(), heartbeatTimeoutMs / 2) : undefined;
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
     try {
       // A retry batch starts ahead of its retries' time (the shard's lead): the log is read
       // once the first is due, and the installation as of each attempt's time (below).
-      await waitUntil(Math.min(...input.entries.map(timeOf)), stopping);
+      await waitUntil(Math.min(...input.entries.map(timeOf)), either);
       const deliveries = await deps.attempts.toAttempt(input.entries);
       await reportAbsent(input, deliveries);
       /** When each attempt made by this run ended (performance.now()). */
@@ -209,7 +209,9 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
             recorder.add(outcome);
             return outcome;
           }
-          await waitUntil(timeOf(entry), stopping);
+          await waitUntil(timeOf(entry), either);
+          // A newer run of the batch makes this attempt (see batchCancellation); this run's answer is nobody's.
+          if (superseded.aborted) return undefined;
           if (stopping.aborted) {
             unsent.push(entry);
             return undefined;

@@ -44,22 +44,38 @@ export async function waitUntil(at: number, stopping: AbortSignal): Promise<void
   }
 }
 
-/**
- * Aborted when this worker stops (past its drain time): its attempts in flight end at once,
- * recorded `interrupted`. Any other cancellation (the batch's run ended, say) leaves them to
- * end by themselves and be recorded, which the next run reads.
- */
-export function workerStopping(context: Context): AbortSignal {
-  const stopping = new AbortController();
-  // Every attempt of the batch waits on it (its retry time, its answer): Node's warning past 10 listeners is no leak here.
-  setMaxListeners(0, stopping.signal);
+/** How a batch run's cancellation bears on its attempts. */
+export interface BatchCancellation {
+  /**
+   * Aborted when this worker stops (past its drain time): its attempts in flight end at
+   * once, recorded `interrupted`; those not yet sent go back to the shard for another worker.
+   */
+  stopping: AbortSignal;
+  /**
+   * Aborted when the run is cancelled for any other reason: the server timed it out (its
+   * heartbeats were lost while the server was away, say) and a newer run of the batch has
+   * its attempts, or it was paused or reset. Attempts not yet written as started are left to
+   * that run, not sent by both; those in flight end by themselves and are recorded, which
+   * the newer run reads.
+   */
+  superseded: AbortSignal;
+  /** Aborted with either: what waits for a retry's time stops waiting. */
+  either: AbortSignal;
+}
+
+export function batchCancellation(context: Context): BatchCancellation {
+  const [stopping, superseded] = [new AbortController(), new AbortController()];
+  const either = AbortSignal.any([stopping.signal, superseded.signal]);
+  // Every attempt of the batch waits on them (its retry time, its answer): Node's warning past 10 listeners is no leak here.
+  for (const signal of [stopping.signal, superseded.signal, either]) setMaxListeners(0, signal);
   const { cancellationSignal } = context;
   const onCancel = () => {
-    if (context.cancellationDetails?.workerShutdown || (cancellationSignal.reason as Error | undefined)?.message === 'WORKER_SHUTDOWN') stopping.abort();
+    const shutdown = context.cancellationDetails?.workerShutdown || (cancellationSignal.reason as Error | undefined)?.message === 'WORKER_SHUTDOWN';
+    (shutdown ? stopping : superseded).abort();
   };
   if (cancellationSignal.aborted) onCancel();
   else cancellationSignal.addEventListener('abort', onCancel, { once: true });
-  return stopping.signal;
+  return { stopping: stopping.signal, superseded: superseded.signal, either };
 }
 
 /** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */
