@@ -3,6 +3,7 @@ import type { BenchReceiver } from './receiver';
 import { bare, bodiesOf, events, ratio, round, tenant, throughPlatform, BENCH_PROCESS, type Run } from './drive';
 import { settled, type Stack } from './stack';
 import { startTopology } from './topology-stack';
+import { temporalFloor } from './temporal-floor';
 
 /** CPU ms an event, by component, over a run (the bench's own driver and receiver left out). */
 function cpuMsPerEvent(run: Run, n: number): Record<string, number> {
@@ -22,6 +23,8 @@ const figures = (run: Run, n: number) => ({ deliveredPerS: run.deliveredPerS, en
 export async function capacityScenario(embedded: Stack, receiver: BenchReceiver, scale: number) {
   const oneAtATime = Math.round(1000 * scale);
   const manyInFlight = Math.round(20_000 * scale);
+  process.stderr.write('bench: Temporal alone, one signal at a time (its floor under ours)\n');
+  const floor = await temporalFloor(Math.round(300 * Math.max(scale, 0.2)));
   const e = await tenant(embedded, receiver, 1);
   const eEvents = events(e, oneAtATime, 'k1');
   await settled(embedded);
@@ -45,6 +48,7 @@ export async function capacityScenario(embedded: Stack, receiver: BenchReceiver,
     receiver.reset();
     const topologyMany = await throughPlatform(topology, receiver, 'k topology, 64 in flight', tMany, (task) => closedLoop(tMany.length, 64, task));
     return {
+      temporalFloor: floor,
       embedded: { oneAtATime: figures(embeddedOne, oneAtATime), ratioToBare: ratio(embeddedOne.deliveredPerS, bareOne.deliveredPerS), rssAfterMiB: embedded.rss() },
       bare: { oneAtATime: bareOne },
       topology: {
@@ -66,6 +70,7 @@ export function capacityReport(k: Awaited<ReturnType<typeof capacityScenario>>, 
   const run = (f: ReturnType<typeof figures>) => `${f.deliveredPerS}/s, event -> receiver p50 / p99 ${f.endToEndMs.p50} / ${f.endToEndMs.p99} ms, 202 p50 ${f.ackMs.p50} ms, CPU ${f.cpuMsPerEvent.total} ms an event`;
   return [
     '(k) low load and capacity: 1,000 events one at a time; 20,000 at 64 in flight on the production topology',
+    line('Temporal alone (its floor), one signal at a time', `signal call p50 / p99 ${k.temporalFloor.signalMs.p50} / ${k.temporalFloor.signalMs.p99} ms (at most ${k.temporalFloor.oneAtATimePerSCeiling}/s one at a time), signal -> activity p50 / p99 ${k.temporalFloor.signalToActivityMs.p50} / ${k.temporalFloor.signalToActivityMs.p99} ms, dev server CPU ${k.temporalFloor.devServerCpuMsPerSignal} ms a signal`),
     line('embedded default, one at a time', `${run(k.embedded.oneAtATime)} (ratio to bare ${k.embedded.ratioToBare})`),
     line('bare loop, one at a time', `${k.bare.oneAtATime.deliveredPerS}/s, p50 / p99 ${k.bare.oneAtATime.endToEndMs.p50} / ${k.bare.oneAtATime.endToEndMs.p99} ms`),
     line('topology, one at a time', run(k.topology.oneAtATime)),
