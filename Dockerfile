@@ -16,6 +16,9 @@ ENV NODE_ENV=production
 # package.json's config.nodeFlags (npm start's): a young generation of 64 MiB semi-spaces
 # took 5-21% less of the platform's CPU at full load than Node's 16 MiB (ad hoc, docs/decisions/performance.md).
 ENV NODE_OPTIONS=--max-semi-space-size=64
+# package.json's config.mallocArenaMax: two glibc malloc arenas, not one per thread of the
+# SDK's Rust core: 176 MiB at idle against 195 (docs/decisions/performance.md).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

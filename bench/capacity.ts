@@ -1,7 +1,7 @@
 import { closedLoop } from './load';
 import type { BenchReceiver } from './receiver';
 import { bare, bodiesOf, events, ratio, round, tenant, throughPlatform, BENCH_PROCESS, type Run } from './drive';
-import { settled, type Stack } from './stack';
+import { settled, steadyRss, type Stack } from './stack';
 import { startTopology } from './topology-stack';
 import { temporalFloor } from './temporal-floor';
 
@@ -37,9 +37,8 @@ export async function capacityScenario(embedded: Stack, receiver: BenchReceiver,
   const topology = await startTopology();
   try {
     const t = await tenant(topology, receiver, 1);
-    // Settled: the tenant's set-up (workflows, the directory) is not the idle figure.
-    await new Promise((resolve) => setTimeout(resolve, 5000));
-    const idleRssMiB = topology.rss();
+    // Steady: the tenant's set-up (workflows, the directory) and the start's young generation are not the idle figure.
+    const idleRssMiB = await steadyRss(topology);
     const tOne = events(t, oneAtATime, 'k2');
     receiver.reset();
     const topologyOne = await throughPlatform(topology, receiver, 'k topology, one at a time', tOne, (task) => closedLoop(tOne.length, 1, task));

@@ -21,12 +21,13 @@ export function peakRssMiB(pid: number | undefined): number | undefined {
   }
 }
 
-/** The Node flags platform processes run with, as `npm start` and the Dockerfile give them (package.json `config.nodeFlags`). */
-const NODE_FLAGS = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { config: { nodeFlags: string } }).config.nodeFlags.split(' ');
+/** How platform processes run, as `npm start` and the Dockerfile run them (package.json `config`): Node's flags and glibc's malloc arenas. */
+const CONFIG = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { config: { nodeFlags: string; mallocArenaMax: string } }).config;
+const NODE_FLAGS = CONFIG.nodeFlags.split(' ');
 
 /** `node dist/src/main.js [role]`: both roles (the embedded default) unless one is named. */
 export function node(role: 'all' | 'api' | 'worker', env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'dist', 'src', 'main.js'), ...(role === 'all' ? [] : [role])], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'dist', 'src', 'main.js'), ...(role === 'all' ? [] : [role])], { env: { PATH: process.env.PATH, HOME: process.env.HOME, MALLOC_ARENA_MAX: CONFIG.mallocArenaMax, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 export async function waitHealthy(base: string): Promise<void> {
@@ -81,6 +82,23 @@ export async function settled(stack: Stack, share = 0.1, timeoutMs = 30_000): Pr
     before = now;
   }
   return Math.round(performance.now() - started);
+}
+
+/**
+ * Each process's RSS once it holds steady at idle: a fresh process holds its start-up's
+ * young generation (64 MiB semi-spaces) until V8's memory reducer runs, some 30 s on.
+ * Sampled every 5 s until three samples agree within 2 MiB, at most `timeoutMs`.
+ */
+export async function steadyRss(stack: Pick<Stack, 'rss'>, timeoutMs = 120_000): Promise<Record<string, number | undefined>> {
+  const total = (rss: Record<string, number | undefined>) => Object.values(rss).reduce((sum: number, mib) => sum + (mib ?? 0), 0);
+  const samples = [stack.rss()];
+  for (const started = performance.now(); performance.now() - started < timeoutMs; ) {
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    samples.push(stack.rss());
+    const last = samples.slice(-3).map(total);
+    if (last.length === 3 && Math.max(...last) - Math.min(...last) <= 2) break;
+  }
+  return samples.at(-1)!;
 }
 
 function logSize(dataDir: string): number {

@@ -55,13 +55,15 @@ describe('deployment files', function () {
     for (const dir of ['schema', 'src', 'bin']) assert.match(read('Dockerfile'), new RegExp(`^COPY ${dir} \\./${dir}$`, 'm'), dir);
   });
 
-  it('the API and the worker run with the Node flags npm start gives the embedded default', function () {
+  it('the API and the worker run with the Node flags and malloc arenas npm start gives the embedded default', function () {
     const pkg = JSON.parse(read('package.json'));
     assert.match(pkg.config.nodeFlags, /^--max-semi-space-size=\d+$/);
-    assert.match(pkg.scripts.start, /exec node \$npm_package_config_nodeFlags dist\/src\/main\.js$/);
+    assert.match(pkg.config.mallocArenaMax, /^\d+$/);
+    assert.match(pkg.scripts.start, /MALLOC_ARENA_MAX=\$npm_package_config_mallocArenaMax exec node \$npm_package_config_nodeFlags dist\/src\/main\.js$/);
     assert.match(read('Dockerfile'), new RegExp(`^ENV NODE_OPTIONS=${pkg.config.nodeFlags}$`, 'm'));
+    assert.match(read('Dockerfile'), new RegExp(`^ENV MALLOC_ARENA_MAX=${pkg.config.mallocArenaMax}$`, 'm'));
     // What docker-compose sets for a service would replace the image's NODE_OPTIONS.
-    for (const service of ['api', 'worker']) assert.equal(envOf(service).NODE_OPTIONS, undefined, service);
+    for (const service of ['api', 'worker']) assert.deepEqual([envOf(service).NODE_OPTIONS, envOf(service).MALLOC_ARENA_MAX], [undefined, undefined], service);
   });
 
   it('the Temporal server is the one the topology test runs: same release, configuration, schema and namespace scripts', function () {
