@@ -7,14 +7,14 @@ import { GroupCommit } from '../group-commit';
 import type { Logger } from '../logger';
 import type { DestinationGuard } from '../net/destination-guard';
 import { PLATFORM_VERSION } from '../version';
-import { SIGNATURE_HEADER, signatureHeader } from '../webhooks/signature';
+import { SIGNATURE_HEADER, signatureHeader, STANDARD_WEBHOOK_HEADERS, standardSignature } from '../webhooks/signature';
 import { createAgents, InterruptedError, postOnce, unlessStopped } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
 import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
 import { batchCancellation, retryOf, timeOf, waitUntil } from './retry-clock';
 import { deliveriesAbsent } from '../metrics';
 import { publicEndpoint } from '../installations/urls';
-import { WEBHOOK_INTEGRATION } from '../installations/webhook';
+import { signsStandard, WEBHOOK_INTEGRATION } from '../installations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
 import { IsolateError, isNoRoom } from '../isolates/isolate-error';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -109,6 +109,12 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     if (target.integration !== WEBHOOK_INTEGRATION) return invokeOne(delivery, attempt, target, stopping);
     const now = Date.now();
     const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
+    const timestamp = Math.floor(now / 1000);
+    const standard = signsStandard(target.configuration) && {
+      [STANDARD_WEBHOOK_HEADERS.id]: delivery.eventId,
+      [STANDARD_WEBHOOK_HEADERS.timestamp]: String(timestamp),
+      [STANDARD_WEBHOOK_HEADERS.signature]: standardSignature(delivery.eventId, timestamp, delivery.body, secrets),
+    };
     const { retryAfterMs, ...result } = await postOnce(
       {
         url: target.url!,
@@ -118,7 +124,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         headers: injectTraceHeaders({
           'Content-Type': 'application/json',
           'User-Agent': `platform-webhooks/${PLATFORM_VERSION}`,
-          [SIGNATURE_HEADER]: signatureHeader(delivery.body, secrets, Math.floor(now / 1000)),
+          [SIGNATURE_HEADER]: signatureHeader(delivery.body, secrets, timestamp),
+          ...standard,
         }),
       },
       { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs, signal: stopping },

@@ -12,6 +12,13 @@ const webhookConfiguration: ConfigurationSchema = {
     space_content_updated: { type: 'boolean', title: 'Content updates', default: false },
     site_view: { type: 'boolean', title: 'Site views', default: false },
     page_feedback: { type: 'boolean', title: 'Page feedback', default: false },
+    signature_headers: {
+      type: 'string',
+      title: 'Signature headers',
+      description: 'platform: X-Platform-Signature alone; standard: the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) beside it.',
+      enum: ['platform', 'standard'],
+      default: 'platform',
+    },
   },
   required: ['webhook_url'],
 };
@@ -29,6 +36,9 @@ export function selectableEvents(target: Target): WebhookEventType[] {
       return ['space_content_updated', 'site_view', 'page_feedback'];
   }
 }
+
+/** Whether an installation's POSTs carry the Standard Webhooks headers too. */
+export const signsStandard = (configuration: Configuration): boolean => configuration.signature_headers === 'standard';
 
 export function selectedEvents(target: Target, configuration: Configuration): WebhookEventType[] {
   return selectableEvents(target).filter((type) => configuration[type] === true);

@@ -14,6 +14,24 @@ export function signatureHeader(rawBody: string | Uint8Array, secrets: readonly 
   return [`t=${timestamp}`, ...secrets.map((secret) => `v1=${hmacHex(secret, timestamp, rawBody)}`)].join(',');
 }
 
+/**
+ * Standard Webhooks' headers (the standard-webhooks specification), which an installation
+ * may ask for beside SIGNATURE_HEADER: receivers check them with the specification's own
+ * libraries, in their own language.
+ */
+export const STANDARD_WEBHOOK_HEADERS = { id: 'webhook-id', timestamp: 'webhook-timestamp', signature: 'webhook-signature' } as const;
+
+/** A `whsec_` secret's key as the specification reads it: the base64 after the prefix. */
+const standardKey = (secret: string): Buffer => Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+
+/**
+ * `webhook-signature`: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, one entry per
+ * secret still valid (space-separated, newest first), as SIGNATURE_HEADER carries one v1 each.
+ */
+export function standardSignature(id: string, timestamp: number, rawBody: string | Uint8Array, secrets: readonly string[]): string {
+  return secrets.map((secret) => `v1,${createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest('base64')}`).join(' ');
+}
+
 export type Verification = { valid: true; timestamp: number } | { valid: false; reason: string };
 
 export interface VerifyOptions {
