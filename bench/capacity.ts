@@ -17,7 +17,7 @@ const figures = (run: Run, n: number) => ({ deliveredPerS: run.deliveredPerS, en
  * (k) Low load and capacity: 1,000 events one at a time on the embedded default (SQLite, dev
  * server) and on the production topology (a Temporal server with its services apart,
  * PostgreSQL, two APIs, two workers), beside the bare loop one at a time; then 20,000
- * events 64 in flight on the topology. CPU an event by component, and each process's RSS
+ * events 64 in flight on each, the embedded one beside the bare loop too. CPU an event by component, and each process's RSS
  * at idle and after each load: what docs/capacity.md sizes a cluster from.
  */
 export async function capacityScenario(embedded: Stack, receiver: BenchReceiver, scale: number) {
@@ -32,6 +32,11 @@ export async function capacityScenario(embedded: Stack, receiver: BenchReceiver,
   const embeddedOne = await throughPlatform(embedded, receiver, 'k embedded, one at a time', eEvents, (task) => closedLoop(eEvents.length, 1, task));
   receiver.reset();
   const bareOne = await bare(receiver, 'k one at a time', bodiesOf(eEvents, e.installations[0]!), (task) => closedLoop(eEvents.length, 1, task));
+  const eMany = events(e, manyInFlight, 'k4');
+  receiver.reset();
+  const embeddedMany = await throughPlatform(embedded, receiver, 'k embedded, 64 in flight', eMany, (task) => closedLoop(eMany.length, 64, task));
+  receiver.reset();
+  const bareMany = await bare(receiver, 'k 64 in flight', bodiesOf(eMany, e.installations[0]!), (task) => closedLoop(eMany.length, 64, task));
 
   process.stderr.write('bench: starting the production topology (Temporal server, PostgreSQL, two APIs, two workers)\n');
   const topology = await startTopology();
@@ -48,8 +53,8 @@ export async function capacityScenario(embedded: Stack, receiver: BenchReceiver,
     const topologyMany = await throughPlatform(topology, receiver, 'k topology, 64 in flight', tMany, (task) => closedLoop(tMany.length, 64, task));
     return {
       temporalFloor: floor,
-      embedded: { oneAtATime: figures(embeddedOne, oneAtATime), ratioToBare: ratio(embeddedOne.deliveredPerS, bareOne.deliveredPerS), rssAfterMiB: embedded.rss() },
-      bare: { oneAtATime: bareOne },
+      embedded: { oneAtATime: figures(embeddedOne, oneAtATime), ratioToBare: ratio(embeddedOne.deliveredPerS, bareOne.deliveredPerS), inFlight64: figures(embeddedMany, manyInFlight), ratioToBare64: ratio(embeddedMany.deliveredPerS, bareMany.deliveredPerS), rssAfterMiB: embedded.rss() },
+      bare: { oneAtATime: bareOne, inFlight64: bareMany },
       topology: {
         oneAtATime: figures(topologyOne, oneAtATime),
         inFlight64: figures(topologyMany, manyInFlight),
@@ -72,6 +77,8 @@ export function capacityReport(k: Awaited<ReturnType<typeof capacityScenario>>, 
     line('Temporal alone (its floor), one signal at a time', `signal call p50 / p99 ${k.temporalFloor.signalMs.p50} / ${k.temporalFloor.signalMs.p99} ms (at most ${k.temporalFloor.oneAtATimePerSCeiling}/s one at a time), signal -> activity p50 / p99 ${k.temporalFloor.signalToActivityMs.p50} / ${k.temporalFloor.signalToActivityMs.p99} ms, dev server CPU ${k.temporalFloor.devServerCpuMsPerSignal} ms a signal`),
     line('embedded default, one at a time', `${run(k.embedded.oneAtATime)} (ratio to bare ${k.embedded.ratioToBare})`),
     line('bare loop, one at a time', `${k.bare.oneAtATime.deliveredPerS}/s, p50 / p99 ${k.bare.oneAtATime.endToEndMs.p50} / ${k.bare.oneAtATime.endToEndMs.p99} ms`),
+    line('embedded default, 64 in flight', `${run(k.embedded.inFlight64)} (ratio to bare ${k.embedded.ratioToBare64})`),
+    line('bare loop, 64 in flight', `${k.bare.inFlight64.deliveredPerS}/s, p50 / p99 ${k.bare.inFlight64.endToEndMs.p50} / ${k.bare.inFlight64.endToEndMs.p99} ms`),
     line('topology, one at a time', run(k.topology.oneAtATime)),
     line('topology, 64 in flight', run(k.topology.inFlight64)),
     line('CPU ms an event, embedded (1 at a time)', k.embedded.oneAtATime.cpuMsPerEvent),

@@ -50,8 +50,11 @@ export async function tenant(stack: Pick<Stack, 'base' | 'adminToken'>, receiver
 export const events = (t: Tenant, n: number, label: string): SpaceContentUpdated[] =>
   Array.from({ length: n }, (_, i) => ({ type: 'space_content_updated', organizationId: t.org, spaceId: 'space', revisionId: `rev-${i}`, eventId: `evt_${label}_${t.org}_${i}` }));
 
-/** What takes the bench's events: the platform, or the relay under it (bench/relay.ts). */
-export type Ingesting = Pick<Stack, 'base' | 'adminToken' | 'cpu'>;
+/**
+ * What takes the bench's events: the platform, or the relay under it (bench/relay.ts), or
+ * another product (bench/svix.ts), which sends them its own way (`send`: as `ingest`).
+ */
+export type Ingesting = Pick<Stack, 'base' | 'adminToken' | 'cpu'> & { send?: (list: SpaceContentUpdated[], counts: { retries: number }) => Promise<number> };
 
 /** The bench's client of the platform's ingest: the same as the bare loop's. */
 export const ingestClient = httpClient(256);
@@ -95,7 +98,7 @@ export async function throughPlatform(stack: Ingesting, receiver: BenchReceiver,
     const part = list.slice(i * perRequest, (i + 1) * perRequest);
     const now = performance.now();
     for (const event of part) sentAt.set(event.eventId!, now);
-    ackMs.push(await ingest(stack, part, counts));
+    ackMs.push(await (stack.send ? stack.send(part, counts) : ingest(stack, part, counts)));
   });
   const ingestS = (performance.now() - first) / 1000;
   // A delivery whose every attempt drew a scripted 500 (1 in 10,000 in d) is settled too.

@@ -13,6 +13,7 @@ import { startRelay } from './relay';
 import { settled, startEmbedded, startSplit, steadyRss } from './stack';
 import { capacityReport, capacityScenario } from './capacity';
 import { leakReport, leakScenario } from './leak';
+import { svixReport, svixScenario } from './svix';
 import { bare, bodiesOf, call, cpuBudget, DRAIN_MS, events, ingest, ingestClient, ratio, round, tenant, throughPlatform } from './drive';
 import { serializePayload } from '../src/webhooks/events';
 
@@ -151,6 +152,10 @@ async function main(): Promise<void> {
     await stack.stop();
   }
 
+  // (m) svix-server beside ours, when a binary is given: on a machine our stack has left.
+  if (only('m') && process.env.BENCH_SVIX_SERVER) results.m = await svixScenario(process.env.BENCH_SVIX_SERVER, receiver, SCALE);
+  else if (only('m')) process.stderr.write('bench: (m) skipped: BENCH_SVIX_SERVER (a svix-server binary) is not set\n');
+
   // (e) SIGKILL of the worker during a steady 1,000 events/s.
   if (only('e')) {
   process.stderr.write('bench: starting the production shape (API and worker apart)\n');
@@ -271,6 +276,7 @@ function report(r: any): string {
   };
   sections.k = () => capacityReport(r.k, line);
   sections.l = () => leakReport(r.l, line);
+  sections.m = () => svixReport(r.m, { embeddedOne: r.k?.embedded.oneAtATime, embedded64: r.k?.embedded.inFlight64, topologyOne: r.k?.topology.oneAtATime, topology64: r.k?.topology.inFlight64 }, line);
   const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);
   const memory = line('embedded default RSS MiB at idle', `${JSON.stringify(r.embeddedIdleRssMiB)} once steady, ${JSON.stringify(r.embeddedStartedRssMiB)} just started (target: the service <= 200)`);
   const invalid = ran.filter((scenario) => r[scenario].platform?.invalidSignatures !== undefined).reduce((sum, scenario) => sum + r[scenario].platform.invalidSignatures, 0);

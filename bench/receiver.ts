@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifySignature } from '../src/webhooks/signature';
+import { verifySignature, verifyStandardSignature } from '../src/webhooks/signature';
 import { percentile } from './load';
 
 /** DESIGN.md's range of each retry's wait, ms. */
@@ -29,7 +29,7 @@ export class BenchReceiver {
       req.on('end', () => {
         const at = performance.now();
         const body = Buffer.concat(chunks);
-        if (!verifySignature(req.headers['x-platform-signature'] as string | undefined, body, this.secrets).valid) {
+        if (!this.verified(req.headers, body)) {
           this.invalid += 1;
           res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"bad signature"}');
           return;
@@ -46,6 +46,13 @@ export class BenchReceiver {
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
     return this;
+  }
+
+  /** The platform's signature, or Svix's (its own headers, the Standard Webhooks scheme) on a request from svix-server. */
+  private verified(headers: http.IncomingHttpHeaders, body: Buffer): boolean {
+    const svix = headers['svix-signature'];
+    if (svix === undefined) return verifySignature(headers['x-platform-signature'] as string | undefined, body, this.secrets).valid;
+    return verifyStandardSignature({ id: headers['svix-id'] as string, timestamp: headers['svix-timestamp'] as string, signature: svix as string }, body, this.secrets);
   }
 
   reset(answer: (eventId: string, n: number) => number = () => 200): void {

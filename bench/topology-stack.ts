@@ -1,12 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { childrenOf, cpuSecondsOf, treeCpuSecondsOf } from '../src/system/procfs';
+import { cpuSecondsOf, treeCpuSecondsOf } from '../src/system/procfs';
 import { findOrBuildTemporalCli } from '../src/temporal/cli-binary';
 import { generateEncryptionKey } from '../src/temporal/codec';
 import { freePort } from '../src/temporal/dev-server';
 import { findOrBuildTemporalServer, TemporalServer } from '../src/temporal/temporal-server';
 import { createTestDatabase, startPostgres } from '../test/support/postgres';
-import { cpuSeconds, node, peakRssMiB, rssMiB, waitHealthy, type Stack } from './stack';
+import { cpuSeconds, node, peakRssMiB, rssMiB, treePssMiB, waitHealthy, type Stack } from './stack';
 
 export type TopologyStack = Pick<Stack, 'base' | 'adminToken' | 'cpu' | 'peakRss' | 'rss' | 'stop'>;
 
@@ -63,7 +63,7 @@ export async function startTopology(): Promise<TopologyStack> {
     peakRss: () => Object.fromEntries([...platform(), ...temporal(), ['postgresql (server)', postmaster] as const].map(([name, pid]) => [name, peakRssMiB(pid)])),
     rss: () => ({
       ...Object.fromEntries([...platform(), ...temporal()].map(([name, pid]) => [name, rssMiB(pid)])),
-      'postgresql (all backends)': [postmaster, ...childrenOf(postmaster)].reduce((sum, pid) => sum + (rssMiB(pid) ?? 0), 0),
+      'postgresql (all backends, PSS)': treePssMiB(postmaster),
     }),
     stop: async () => {
       await Promise.all(Object.values(processes).map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill('SIGTERM'))))));

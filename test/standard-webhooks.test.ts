@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { SIGNATURE_HEADER, verifySignature } from '../src/webhooks/signature';
+import { SIGNATURE_HEADER, verifySignature, verifyStandardSignature } from '../src/webhooks/signature';
 import { pythonVenv } from './support/python-venv';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver, type ReceivedRequest } from './support/receiver';
@@ -57,6 +57,10 @@ describe('Standard Webhooks signatures (signature_headers: standard)', function 
     assert.equal((new Webhook(hook.secret).verify(request.body, request.headers as Record<string, string>) as { eventId: string }).eventId, eventId);
     assert.equal(await verifiedInPython(hook.secret, request), `verified ${eventId}`);
     assert.equal(verifySignature(request.headers[SIGNATURE_HEADER.toLowerCase()] as string, request.body, hook.secret).valid, true);
+    // The platform's own check of the scheme (the bench's receiver checks svix-server's with it) agrees with the libraries.
+    const standard = (body: string) => verifyStandardSignature({ id: request.headers['webhook-id'] as string, timestamp: request.headers['webhook-timestamp'] as string, signature: request.headers['webhook-signature'] as string }, body, [hook.secret]);
+    assert.equal(standard(request.body), true);
+    assert.equal(standard(`${request.body} `), false);
     // A body changed on the way is refused by both libraries.
     const tampered = { ...request, body: request.body.replace(eventId, `${eventId}x`) };
     assert.throws(() => new Webhook(hook.secret).verify(tampered.body, request.headers as Record<string, string>));

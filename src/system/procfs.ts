@@ -135,6 +135,16 @@ export function residentBytes(pid: number): number | undefined {
   return statm ? Number(statm.split(' ')[1]) * 4096 : undefined;
 }
 
+/**
+ * Proportional set size in bytes (smaps_rollup's Pss): pages shared by several processes
+ * counted once over them, so that a server's processes (PostgreSQL's backends and their
+ * shared buffers) add up to what they hold together, not to a multiple of it.
+ */
+export function proportionalBytes(pid: number): number | undefined {
+  const pss = /^Pss:\s+(\d+) kB$/m.exec(readOr(`/proc/${pid}/smaps_rollup`) ?? '');
+  return pss ? Number(pss[1]) * 1024 : undefined;
+}
+
 /** Whether a process of this pid exists, asked of the kernel rather than /proc: only ESRCH says no. */
 export function processExists(pid: number): boolean {
   try {

@@ -32,6 +32,22 @@ export function standardSignature(id: string, timestamp: number, rawBody: string
   return secrets.map((secret) => `v1,${createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest('base64')}`).join(' ');
 }
 
+/** Receiver-side check of STANDARD_WEBHOOK_HEADERS (or Svix's, the same scheme under `svix-` names): a v1 entry that matches a secret, within the tolerance. */
+export function verifyStandardSignature(
+  headers: { id?: string; timestamp?: string; signature?: string },
+  rawBody: string | Uint8Array,
+  secrets: readonly string[],
+  { toleranceSeconds = 300, now = Math.floor(Date.now() / 1000) }: VerifyOptions = {},
+): boolean {
+  const timestamp = Number(headers.timestamp);
+  if (!headers.id || !headers.signature || !Number.isInteger(timestamp) || Math.abs(now - timestamp) > toleranceSeconds) return false;
+  const given = headers.signature.split(' ').map((entry) => Buffer.from(entry));
+  const expected = standardSignature(headers.id, timestamp, rawBody, secrets).split(' ').map((entry) => Buffer.from(entry));
+  let matched = false;
+  for (const candidate of given) for (const bytes of expected) matched = (candidate.length === bytes.length && timingSafeEqual(candidate, bytes)) || matched;
+  return matched;
+}
+
 export type Verification = { valid: true; timestamp: number } | { valid: false; reason: string };
 
 export interface VerifyOptions {
