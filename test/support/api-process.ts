@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { freePort } from '../../src/temporal/dev-server';
-import { httpAt, waitFor, type HttpAnswer, type HttpOptions, type TestPlatform } from './platform';
+import { ended, entryPoint, waitForOk } from './entry-point';
+import { httpAt, type HttpAnswer, type HttpOptions, type TestPlatform } from './platform';
 import { DELIVERY_SHARDS, testSettings } from './settings';
 
 /**
@@ -23,25 +23,21 @@ export class ApiProcess {
     const { address, encryptionKey } = testSettings();
     const port = await freePort();
     this.url = `http://127.0.0.1:${port}`;
-    this.child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'src', 'main.js'), 'api'], {
-      env: {
-        PATH: process.env.PATH,
-        TEMPORAL_ADDRESS: address,
-        TEMPORAL_NAMESPACE: this.platform.namespace,
-        PLATFORM_TASK_QUEUE: this.platform.taskQueue,
-        PLATFORM_DELIVERY_SHARDS: String(DELIVERY_SHARDS),
-        PORT: String(port),
-        PLATFORM_BASE_URL: this.url,
-        PLATFORM_ADMIN_TOKEN: this.platform.adminToken,
-        PLATFORM_ENCRYPTION_KEY: encryptionKey,
-        PLATFORM_DATABASE_URL: this.platform.databaseUrl,
-        PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
-        LOG_LEVEL: 'silent',
-        ...this.env,
-      },
-      stdio: 'ignore',
+    this.child = entryPoint('api', {
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: this.platform.namespace,
+      PLATFORM_TASK_QUEUE: this.platform.taskQueue,
+      PLATFORM_DELIVERY_SHARDS: String(DELIVERY_SHARDS),
+      PORT: String(port),
+      PLATFORM_BASE_URL: this.url,
+      PLATFORM_ADMIN_TOKEN: this.platform.adminToken,
+      PLATFORM_ENCRYPTION_KEY: encryptionKey,
+      PLATFORM_DATABASE_URL: this.platform.databaseUrl,
+      PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
+      LOG_LEVEL: 'silent',
+      ...this.env,
     });
-    await waitFor(async () => ((await fetch(`${this.url}/healthz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), 60_000, 'the second API process', 200);
+    await waitForOk(this.url, '/healthz', 'the second API process');
     return this;
   }
 
@@ -53,10 +49,7 @@ export class ApiProcess {
     return this.http<T>(method, path, { token: this.platform.adminToken, body });
   }
 
-  async stop(): Promise<void> {
-    if (!this.child || this.child.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.child!.once('exit', resolve));
-    this.child.kill('SIGTERM');
-    await exited;
+  stop(): Promise<void> {
+    return ended(this.child, 'SIGTERM');
   }
 }
