@@ -4,8 +4,8 @@ import { cpuSecondsOf, treeCpuSecondsOf } from '../src/system/procfs';
 import { findOrBuildTemporalCli } from '../src/temporal/cli-binary';
 import { generateEncryptionKey } from '../src/temporal/codec';
 import { freePort } from '../src/temporal/dev-server';
-import { findOrBuildTemporalServer, TemporalServer } from '../src/temporal/temporal-server';
-import { createTestDatabase, startPostgres } from '../test/support/postgres';
+import { startPostgres } from '../test/support/postgres';
+import { topologyBase } from '../test/support/topology';
 import { cpuSeconds, node, peakRssMiB, rssMiB, treePssMiB, waitHealthy, type Stack } from './stack';
 
 export type TopologyStack = Pick<Stack, 'base' | 'adminToken' | 'cpu' | 'peakRss' | 'rss' | 'stop'>;
@@ -19,31 +19,12 @@ export type TopologyStack = Pick<Stack, 'base' | 'adminToken' | 'cpu' | 'peakRss
  */
 export async function startTopology(): Promise<TopologyStack> {
   const postgres = await startPostgres();
-  const { hostname, port, username } = new URL(postgres.url);
-  const server = new TemporalServer({
-    binDir: await findOrBuildTemporalServer(process.env),
-    cliPath: await findOrBuildTemporalCli(process.env),
-    postgres: { host: hostname, port: Number(port), user: username },
-    databases: { temporal: 'temporal', visibility: 'temporal_visibility' },
-    namespaces: ['default'],
-    apart: true,
-  });
-  await server.setUp();
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
-  const apiPorts = [await freePort(), await freePort()];
-  const env = {
-    TEMPORAL_ADDRESS: server.address,
-    PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(),
-    PLATFORM_ADMIN_TOKEN: adminToken,
-    PLATFORM_DATABASE_URL: await createTestDatabase(postgres.url, 'delivery_log'),
-    PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
-    PLATFORM_BASE_URL: `http://127.0.0.1:${apiPorts[0]}`,
-    LOG_LEVEL: 'error',
-  };
+  const { server, apiPorts, shared } = await topologyBase({ postgresUrl: postgres.url, cliPath: await findOrBuildTemporalCli(process.env), suffix: 'bench', adminToken, encryptionKey: generateEncryptionKey(), logLevel: 'error', apart: true });
   const urls = apiPorts.map((apiPort) => `http://127.0.0.1:${apiPort}`);
   const processes: Record<string, ChildProcess> = {};
-  for (const [i, apiPort] of apiPorts.entries()) processes[`api ${i + 1}`] = node('api', { ...env, PORT: String(apiPort), PLATFORM_BASE_URL: urls[i] });
-  for (const i of [1, 2]) processes[`worker ${i}`] = node('worker', { ...env, PLATFORM_WORKER_METRICS_PORT: String(await freePort()) });
+  for (const [i, apiPort] of apiPorts.entries()) processes[`api ${i + 1}`] = node('api', { ...shared, PORT: String(apiPort), PLATFORM_BASE_URL: urls[i] });
+  for (const i of [1, 2]) processes[`worker ${i}`] = node('worker', { ...shared, PLATFORM_WORKER_METRICS_PORT: String(await freePort()) });
   await Promise.all(urls.map(waitHealthy));
   const postmaster = Number(postgres.pid);
   const temporal = () => Object.entries(server.pids()).map(([service, pid]) => [`temporal ${service}`, pid] as const);

@@ -76,6 +76,40 @@ export class Member {
  * (deploy/temporal) with its databases on the run's PostgreSQL, the delivery log on the
  * same PostgreSQL, two API processes and two worker processes (`node dist/src/main.js api|worker`).
  */
+/**
+ * What every topology shares, the test's and the bench's: a Temporal server from
+ * deploy/temporal on its own databases of `postgresUrl` (its services apart if `apart`),
+ * the delivery log's database beside them, two API ports, and the environment of the
+ * platform's processes (each API adds its PORT and PLATFORM_BASE_URL).
+ */
+export async function topologyBase(options: { postgresUrl: string; cliPath: string; suffix: string; adminToken: string; encryptionKey: string; logLevel: string; apart?: boolean }) {
+  // Built once per machine (several minutes the first time): only the topology needs it.
+  const binDir = await findOrBuildTemporalServer(process.env);
+  const { hostname, port, username } = new URL(options.postgresUrl);
+  const server = new TemporalServer({
+    binDir,
+    cliPath: options.cliPath,
+    postgres: { host: hostname, port: Number(port), user: username },
+    databases: { temporal: `temporal_${options.suffix}`, visibility: `temporal_visibility_${options.suffix}` },
+    namespaces: ['default'],
+    apart: options.apart,
+  });
+  await server.setUp();
+  const databaseUrl = await createTestDatabase(options.postgresUrl, `log_${options.suffix}`);
+  const apiPorts = [await freePort(), await freePort()];
+  const shared = {
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_NAMESPACE: 'default',
+    PLATFORM_ENCRYPTION_KEY: options.encryptionKey,
+    PLATFORM_ADMIN_TOKEN: options.adminToken,
+    PLATFORM_DATABASE_URL: databaseUrl,
+    PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
+    PLATFORM_BASE_URL: `http://127.0.0.1:${apiPorts[0]}`,
+    LOG_LEVEL: options.logLevel,
+  };
+  return { server, databaseUrl, apiPorts, shared };
+}
+
 export class Topology {
   readonly apis: Member[] = [];
   readonly workers: Member[] = [];
@@ -88,31 +122,9 @@ export class Topology {
     const postgresUrl = process.env.TEST_POSTGRES_URL;
     const cliPath = process.env.TEMPORAL_CLI_RESOLVED;
     if (!postgresUrl || !cliPath) throw new Error(`the topology needs the fixture's PostgreSQL and Temporal CLI: ${process.env.TEST_POSTGRES_UNAVAILABLE ?? 'the fixture did not run'}`);
-    // Built once per machine (several minutes the first time): only this test needs it.
-    const binDir = await findOrBuildTemporalServer(process.env);
-    const { hostname, port, username } = new URL(postgresUrl);
     const suffix = `${label}_${randomBytes(3).toString('hex')}`;
-    this.server = new TemporalServer({
-      binDir,
-      cliPath,
-      postgres: { host: hostname, port: Number(port), user: username },
-      databases: { temporal: `temporal_${suffix}`, visibility: `temporal_visibility_${suffix}` },
-      namespaces: ['default'],
-    });
-    await this.server.setUp();
-    this.databaseUrl = await createTestDatabase(postgresUrl, `log_${suffix}`);
-
-    const apiPorts = [await freePort(), await freePort()];
-    const shared = {
-      TEMPORAL_ADDRESS: this.server.address,
-      TEMPORAL_NAMESPACE: 'default',
-      PLATFORM_ENCRYPTION_KEY: testSettings().encryptionKey,
-      PLATFORM_ADMIN_TOKEN: this.adminToken,
-      PLATFORM_DATABASE_URL: this.databaseUrl,
-      PLATFORM_ALLOW_PRIVATE_TARGETS: 'true',
-      PLATFORM_BASE_URL: `http://127.0.0.1:${apiPorts[0]}`,
-      LOG_LEVEL: 'info',
-    };
+    const { server, databaseUrl, apiPorts, shared } = await topologyBase({ postgresUrl, cliPath, suffix, adminToken: this.adminToken, encryptionKey: testSettings().encryptionKey, logLevel: 'info' });
+    [this.server, this.databaseUrl] = [server, databaseUrl];
     for (const [i, port] of apiPorts.entries()) {
       this.apis.push(new Member('api', `api ${i + 1}`, { ...shared, PORT: String(port), PLATFORM_BASE_URL: `http://127.0.0.1:${port}` }, `http://127.0.0.1:${port}`));
     }
