@@ -14,7 +14,7 @@ import { settled, startEmbedded, startSplit, steadyRss } from './stack';
 import { capacityReport, capacityScenario } from './capacity';
 import { leakReport, leakScenario } from './leak';
 import { svixReport, svixScenario } from './svix';
-import { bare, bodiesOf, call, cpuBudget, DRAIN_MS, events, ingest, ingestClient, ratio, round, tenant, throughPlatform } from './drive';
+import { bare, bodiesOf, call, cpuBudget, DRAIN_MS, events, ingest, ingestClient, latest, ratio, round, tenant, throughPlatform } from './drive';
 import { serializePayload } from '../src/webhooks/events';
 
 /**
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     const cPlatform = await throughPlatform(stack, receiver, 'c', cEvents, (task) => closedLoop(cEvents.length, 64, task), cEvents.length);
     await until(() => cPosts() >= cEvents.length * 50, DRAIN_MS);
     // Up to the last arrival, as the bare loop's rate is (not up to when polling noticed it).
-    const cLast = Math.max(...[...receiver.posts.values()].flatMap((posts) => posts.map((post) => post.at)));
+    const cLast = latest([...receiver.posts.values()].flatMap((posts) => posts.map((post) => post.at)));
     const cDeliveriesPerS = round(cPosts() / ((cLast - cStarted) / 1000));
     receiver.reset();
     const cBodies = cEvents.flatMap((event) => c.installations.map((id) => serializePayload(event, `${event.eventId}-bare-${id}`, id)));
