@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import type { DestinationGuard } from '../net/destination-guard';
 import { PLATFORM_VERSION } from '../version';
 import { SIGNATURE_HEADER, signatureHeader, STANDARD_WEBHOOK_HEADERS, standardSignature } from '../webhooks/signature';
-import { createAgents, InterruptedError, postOnce, unlessStopped } from './http-attempt';
+import { createAgents, InterruptedError, postOnce, unlessStopped, UnsentError } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
 import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
 import { batchCancellation, retryOf, timeOf, waitUntil } from './retry-clock';
@@ -115,7 +115,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       [STANDARD_WEBHOOK_HEADERS.timestamp]: String(timestamp),
       [STANDARD_WEBHOOK_HEADERS.signature]: standardSignature(delivery.eventId, timestamp, delivery.body, secrets),
     };
-    const { retryAfterMs, ...result } = await postOnce(
+    const { retryAfterMs, unsent, ...result } = await postOnce(
       {
         url: target.url!,
         body: delivery.body,
@@ -130,6 +130,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       },
       { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs, signal: stopping },
     );
+    if (unsent) throw new UnsentError(result.errorMessage);
     return judge(delivery.id, { attempt, ...result }, delivery.interruptedBefore, retryAfterMs);
   }
 
@@ -229,10 +230,11 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
             await starts.submit({ started, run: input });
             outcome = await tracedAttempt(delivery, entry, target!, stopping).catch(async (err: unknown) => {
-              if (!isNoRoom(err)) throw err;
+              if (!isNoRoom(err) && !(err instanceof UnsentError)) throw err;
               // No attempt was made: the same one is made later, not taken for interrupted.
               await deps.attempts.forgetStarted([started]);
-              noRoom.push(id);
+              if (err instanceof UnsentError) unsent.push(entry);
+              else noRoom.push(id);
               return undefined;
             });
           }

@@ -28,6 +28,9 @@ export interface HttpAttemptOptions {
 /** What ends an attempt whose worker stopped before its answer. */
 export class InterruptedError extends Error {}
 
+/** An attempt interrupted before its request went out (AttemptResult.unsent): not recorded, made again on another worker. */
+export class UnsentError extends Error {}
+
 /** The call's answer, or an InterruptedError once `stopping` aborts (the call runs on; its answer is not read). */
 export function unlessStopped<T>(call: Promise<T>, stopping: AbortSignal): Promise<T> {
   if (stopping.aborted) return Promise.reject(new InterruptedError('the worker stopped before the answer came'));
@@ -87,6 +90,9 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
     };
     const request = client.request(url, requestOptions);
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error('no response within the attempt timeout'), { code: 'ETIMEDOUT' })), options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+    // 'finish': the whole request handed to the network. Destroyed before it, nothing complete went out.
+    let handedOver = false;
+    request.once('finish', () => (handedOver = true));
     const interrupt = () => request.destroy(new InterruptedError('the worker stopped before the answer came'));
     options.signal?.addEventListener('abort', interrupt);
     if (options.signal?.aborted) interrupt();
@@ -95,7 +101,10 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
       options.signal?.removeEventListener('abort', interrupt);
       resolve(result);
     };
-    request.on('error', (err: NodeJS.ErrnoException) => settle(ended({ error: classifyError(err), errorMessage: err.message })));
+    request.on('error', (err: NodeJS.ErrnoException) => {
+      const unsent = err instanceof InterruptedError && !handedOver;
+      settle(ended({ error: classifyError(err), errorMessage: unsent ? 'the worker stopped before the request went out' : err.message, ...(unsent && { unsent }) }));
+    });
     request.on('response', (response) => {
       const kept: Buffer[] = [];
       let size = 0;

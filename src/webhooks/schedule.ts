@@ -25,6 +25,11 @@ export interface AttemptResult {
   errorMessage?: string;
   /** First 1 KiB of the response body. */
   responseBody?: string;
+  /**
+   * Interrupted (the worker stopping) before its request was handed to the network: the
+   * receiver cannot have had it, so it is no attempt, and is made again elsewhere.
+   */
+  unsent?: true;
   /** From a Retry-After header on a 429 or 503, already capped. */
   retryAfterMs?: number;
 }
