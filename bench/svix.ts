@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { connect } from 'node:net';
 import { treeCpuSecondsOf } from '../src/system/procfs';
 import { freePort } from '../src/temporal/dev-server';
 import type { SpaceContentUpdated } from '../src/webhooks/events';
@@ -27,6 +28,13 @@ function redisServer(): string | undefined {
   return [...(process.env.PATH ?? '').split(path.delimiter).map((dir) => path.join(dir, 'redis-server')), '/usr/bin/redis-server'].find((file) => existsSync(file));
 }
 
+/** Whether something accepts connections on the port. */
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+    socket.on('error', () => resolve(false));
+  });
+
 async function until(ready: () => Promise<boolean>, what: string, child: ChildProcess): Promise<void> {
   for (const deadline = Date.now() + 60_000; !(await ready().catch(() => false)); ) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${what} did not start`);
@@ -35,8 +43,8 @@ async function until(ready: () => Promise<boolean>, what: string, child: ChildPr
 }
 
 /**
- * svix-server (BENCH_SVIX_SERVER: a binary built from svix/svix-webhooks) on the same
- * throwaway PostgreSQL as the topology's, one application, one endpoint at the bench's
+ * svix-server (BENCH_SVIX_SERVER: a binary built from svix/svix-webhooks) on a throwaway
+ * PostgreSQL started as the topology's is, one application, one endpoint at the bench's
  * receiver; each event is a message whose payload is the event (its eventId Svix's
  * idempotency key, so a retried POST is not a second message).
  */
@@ -61,6 +69,7 @@ async function startSvix(binary: string, queue: SvixQueue, receiver: BenchReceiv
       const redis = spawn(redisServer()!, ['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec'], { stdio: 'ignore' });
       children.push(redis);
       env.SVIX_REDIS_DSN = `redis://127.0.0.1:${redisPort}`;
+      await until(() => listening(redisPort), 'redis-server', redis);
     }
     await promisify(execFile)(binary, ['migrate'], { env });
     const token = /Token \(Bearer\): (\S+)/.exec((await promisify(execFile)(binary, ['jwt', 'generate'], { env })).stdout)?.[1];
@@ -85,14 +94,16 @@ async function startSvix(binary: string, queue: SvixQueue, receiver: BenchReceiv
         for (;;) {
           const started = performance.now();
           const answer = await svixClient.send(`${base}/api/v1/app/bench/msg/`, 'POST', { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, JSON.stringify({ eventType: list[0]!.type, eventId: list[0]!.eventId, payload: list[0] })).catch(() => undefined);
-          if (answer && answer.status < 300) return performance.now() - started;
+          // 409: the eventId is taken, by this message's earlier try.
+          if (answer && (answer.status < 300 || answer.status === 409)) return performance.now() - started;
           if (answer && answer.status < 500 && answer.status !== 429) throw new Error(`svix answered ${answer.status} ${answer.text}`);
+          if (server.exitCode !== null) throw new Error(`svix-server exited (${server.exitCode})`);
           counts.retries += 1;
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       },
       cpu: () => Object.fromEntries(Object.entries(processes()).map(([name, pid]) => [name, pid ? treeCpuSecondsOf(pid) : undefined])),
-      rss: () => ({ 'svix-server': rssMiB(server.pid), 'postgresql (all backends, PSS)': treePssMiB(postgres.pid) }),
+      rss: () => ({ 'svix-server': rssMiB(server.pid), 'postgresql (all backends, PSS)': treePssMiB(postgres.pid), ...(children[1] && { redis: rssMiB(children[1].pid) }) }),
       async stop() {
         await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill('SIGKILL'))))));
         await postgres.stop();
@@ -102,6 +113,7 @@ async function startSvix(binary: string, queue: SvixQueue, receiver: BenchReceiv
   } catch (err) {
     for (const child of children) child.kill('SIGKILL');
     await postgres.stop();
+    rmSync(dir, { recursive: true, force: true });
     throw err;
   }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -21,42 +21,56 @@ import { floorSignal, type floorWorkflow } from './floor-workflow';
  * waits at least before its attempt), with the dev server's CPU for each.
  */
 export async function temporalFloor(n: number) {
-  // The bench's only worker: the SDK's logs at warn, as the platform's.
-  installTemporalRuntime(createLogger('warn'));
+  // The bench's only worker, stopped by the bench itself (no signal handlers of the SDK's); its logs at warn, as the platform's.
+  installTemporalRuntime(createLogger('warn'), { worker: false });
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-bench-floor-'));
   const server = await startDevServer({ cliPath: await findOrBuildTemporalCli(process.env), namespace: 'default', dbFile: path.join(dataDir, 'temporal.db') });
-  const connection = await Connection.connect({ address: server.address });
-  const nativeConnection = await NativeConnection.connect({ address: server.address });
-  const ran = new Map<number, () => void>();
   try {
-    const client = new Client({ connection });
-    const worker = await Worker.create({
-      connection: nativeConnection,
-      taskQueue: 'floor',
-      workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('./floor-workflow'), logger: temporalRuntimeLogger(createLogger('warn')) }),
-      activities: { reached: async (i: number) => ran.get(i)?.() },
-    });
-    const running = worker.run();
-    const signalMs: number[] = [];
-    const toActivityMs: number[] = [];
-    const signal = (i: number) => client.workflow.signalWithStart<typeof floorWorkflow, [number]>('floorWorkflow', { workflowId: 'floor', taskQueue: 'floor', signal: floorSignal, signalArgs: [i] });
-    // The workflow started and its first tasks done: what follows is the steady state.
-    for (let i = -20; i < 0; i++) {
-      const reached = new Promise<void>((resolve) => ran.set(i, resolve));
-      await signal(i);
-      await reached;
+    const connection = await Connection.connect({ address: server.address });
+    const nativeConnection = await NativeConnection.connect({ address: server.address });
+    try {
+      return await measure(n, new Client({ connection }), nativeConnection, server.pid!);
+    } finally {
+      await Promise.allSettled([connection.close(), nativeConnection.close()]);
     }
-    const cpuBefore = treeCpuSecondsOf(server.pid!) ?? 0;
-    for (let i = 0; i < n; i++) {
-      const reached = new Promise<number>((resolve) => ran.set(i, () => resolve(performance.now())));
+  } finally {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Each signal's call and its activity, each waited for (at most 30 s: a stalled floor fails the bench, it does not hang it). */
+async function measure(n: number, client: Client, connection: NativeConnection, serverPid: number) {
+  const ran = new Map<number, () => void>();
+  const worker = await Worker.create({
+    connection,
+    taskQueue: 'floor',
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('./floor-workflow'), logger: temporalRuntimeLogger(createLogger('warn')) }),
+    activities: { reached: async (i: number) => ran.get(i)?.() },
+  });
+  const running = worker.run();
+  try {
+    const signal = (i: number) => client.workflow.signalWithStart<typeof floorWorkflow, [number]>('floorWorkflow', { workflowId: 'floor', taskQueue: 'floor', signal: floorSignal, signalArgs: [i] });
+    const once = async (i: number): Promise<{ signalMs: number; toActivityMs: number }> => {
+      let timer: NodeJS.Timeout | undefined;
+      const reached = new Promise<number>((resolve, reject) => {
+        ran.set(i, () => resolve(performance.now()));
+        timer = setTimeout(() => reject(new Error(`the floor's activity ${i} did not run within 30 s`)), 30_000);
+      });
       const started = performance.now();
       await signal(i);
-      signalMs.push(performance.now() - started);
-      toActivityMs.push((await reached) - started);
-    }
-    const serverCpuMs = (((treeCpuSecondsOf(server.pid!) ?? 0) - cpuBefore) * 1000) / n;
-    worker.shutdown();
-    await running;
+      const signalMs = performance.now() - started;
+      const toActivityMs = (await reached.finally(() => clearTimeout(timer))) - started;
+      return { signalMs, toActivityMs };
+    };
+    // The workflow started and its first tasks done: what follows is the steady state.
+    for (let i = -20; i < 0; i++) await once(i);
+    const cpuBefore = treeCpuSecondsOf(serverPid) ?? 0;
+    const runs: { signalMs: number; toActivityMs: number }[] = [];
+    for (let i = 0; i < n; i++) runs.push(await once(i));
+    const serverCpuMs = (((treeCpuSecondsOf(serverPid) ?? 0) - cpuBefore) * 1000) / n;
+    const signalMs = runs.map((run) => run.signalMs);
+    const toActivityMs = runs.map((run) => run.toActivityMs);
     return {
       signals: n,
       signalMs: { p50: percentile(signalMs, 50), p99: percentile(signalMs, 99) },
@@ -65,7 +79,7 @@ export async function temporalFloor(n: number) {
       devServerCpuMsPerSignal: round(serverCpuMs, 2),
     };
   } finally {
-    await Promise.all([connection.close(), nativeConnection.close()]);
-    await server.stop();
+    worker.shutdown();
+    await running.catch(() => undefined);
   }
 }

@@ -6,6 +6,7 @@ import { generateEncryptionKey } from '../src/temporal/codec';
 import { freePort } from '../src/temporal/dev-server';
 import { startPostgres } from '../test/support/postgres';
 import { topologyBase } from '../test/support/topology';
+import type { TemporalServer } from '../src/temporal/temporal-server';
 import { cpuSeconds, node, peakRssMiB, rssMiB, treePssMiB, waitHealthy, type Stack } from './stack';
 
 export type TopologyStack = Pick<Stack, 'base' | 'adminToken' | 'cpu' | 'peakRss' | 'rss' | 'stop'>;
@@ -20,14 +21,28 @@ export type TopologyStack = Pick<Stack, 'base' | 'adminToken' | 'cpu' | 'peakRss
 export async function startTopology(): Promise<TopologyStack> {
   const postgres = await startPostgres();
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
-  const { server, apiPorts, shared } = await topologyBase({ postgresUrl: postgres.url, cliPath: await findOrBuildTemporalCli(process.env), suffix: 'bench', adminToken, encryptionKey: generateEncryptionKey(), logLevel: 'error', apart: true });
-  const urls = apiPorts.map((apiPort) => `http://127.0.0.1:${apiPort}`);
   const processes: Record<string, ChildProcess> = {};
-  for (const [i, apiPort] of apiPorts.entries()) processes[`api ${i + 1}`] = node('api', { ...shared, PORT: String(apiPort), PLATFORM_BASE_URL: urls[i] });
-  for (const i of [1, 2]) processes[`worker ${i}`] = node('worker', { ...shared, PLATFORM_WORKER_METRICS_PORT: String(await freePort()) });
-  await Promise.all(urls.map(waitHealthy));
+  let server: TemporalServer | undefined;
+  const stopAll = async () => {
+    await Promise.all(Object.values(processes).map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill('SIGTERM'))))));
+    await server?.stop();
+    await postgres.stop();
+  };
+  let urls: string[];
+  try {
+    const base = await topologyBase({ postgresUrl: postgres.url, cliPath: await findOrBuildTemporalCli(process.env), suffix: 'bench', adminToken, encryptionKey: generateEncryptionKey(), logLevel: 'error', apart: true });
+    server = base.server;
+    urls = base.apiPorts.map((apiPort) => `http://127.0.0.1:${apiPort}`);
+    for (const [i, apiPort] of base.apiPorts.entries()) processes[`api ${i + 1}`] = node('api', { ...base.shared, PORT: String(apiPort), PLATFORM_BASE_URL: urls[i] });
+    for (const i of [1, 2]) processes[`worker ${i}`] = node('worker', { ...base.shared, PLATFORM_WORKER_METRICS_PORT: String(await freePort()) });
+    await Promise.all(urls.map(waitHealthy));
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  const temporalServer = server;
   const postmaster = Number(postgres.pid);
-  const temporal = () => Object.entries(server.pids()).map(([service, pid]) => [`temporal ${service}`, pid] as const);
+  const temporal = () => Object.entries(temporalServer.pids()).map(([service, pid]) => [`temporal ${service}`, pid] as const);
   const platform = () => Object.entries(processes).map(([name, child]) => [name, child.pid] as const);
   let turn = 0;
   return {
@@ -46,10 +61,6 @@ export async function startTopology(): Promise<TopologyStack> {
       ...Object.fromEntries([...platform(), ...temporal()].map(([name, pid]) => [name, rssMiB(pid)])),
       'postgresql (all backends, PSS)': treePssMiB(postmaster),
     }),
-    stop: async () => {
-      await Promise.all(Object.values(processes).map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill('SIGTERM'))))));
-      await server.stop();
-      await postgres.stop();
-    },
+    stop: stopAll,
   };
 }

@@ -56,7 +56,7 @@ describe('failing fast and honestly when Temporal is away', function () {
 
   const eventOf = (eventId: string) => ({ type: 'space_content_updated', organizationId: org, spaceId: 's', revisionId: 'r', eventId });
 
-  /** What a hung or a stopped server looks like from the API: 503 with Retry-After within 3 s (ingest and health within 2 s), naming Temporal. */
+  /** What a hung or a stopped server looks like from the API: 503 with Retry-After within 3 s (5 s if another answer came meanwhile; ingest and health within 2 s), naming Temporal. */
   async function assertUnavailable(): Promise<void> {
     // An event with a delivery: its hand-over needs the engine (the organization is known from the read model).
     const event = await answer(base, 'POST', '/v1/events', adminToken, eventOf(`evt_away_${randomBytes(4).toString('hex')}`));
@@ -65,7 +65,7 @@ describe('failing fast and honestly when Temporal is away', function () {
     for (const [what, seen] of Object.entries({ event, create, health })) {
       assert.equal(seen.status, 503, `${what}: ${JSON.stringify(seen.body)}`);
       assert.equal(seen.retryAfter, '1', what);
-      assert.ok(seen.ms < (what === 'create' ? 3600 : 2600), `${what} answered after ${seen.ms} ms`);
+      assert.ok(seen.ms < (what === 'create' ? 5600 : 2600), `${what} answered after ${seen.ms} ms`);
     }
     assert.deepEqual(health.body.details.map((d: any) => d.field), ['temporal']);
     assert.match(health.body.message, /temporal is not reachable/);

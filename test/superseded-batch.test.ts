@@ -54,9 +54,11 @@ describe('attempt batches: a run the server timed out beside its newer run', fun
     await new Promise((resolve) => setTimeout(resolve, 200));
     const secondRun = run(second, input);
     first.cancel('NOT_FOUND');
-    const [firstResult, secondResult] = await Promise.all([firstRun, secondRun]);
-    assert.deepEqual(firstResult, [], 'the timed-out run answers for nothing');
-    assert.deepEqual(secondResult.map(({ id: delivered, status }) => ({ id: delivered, status })), [{ id, status: 'delivered' }]);
+    const [firstResult, secondResult] = await Promise.allSettled([firstRun, secondRun]);
+    assert.equal(firstResult.status, 'rejected', 'the timed-out run ends cancelled: a partial answer would be taken for finished');
+    assert.equal((firstResult as PromiseRejectedResult).reason.name, 'CancelledFailure');
+    assert.equal(secondResult.status, 'fulfilled');
+    assert.deepEqual((secondResult as PromiseFulfilledResult<AttemptBatchResult[]>).value.map(({ id: delivered, status }) => ({ id: delivered, status })), [{ id, status: 'delivered' }]);
     assert.equal(posts(eventId), 1);
     const delivery = await platform.stores.deliveries.get(id);
     assert.equal(delivery?.status, 'delivered');

@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationProjection } from '../installations/types';
@@ -73,6 +73,9 @@ const RECORD_EVERY_MS = 20;
  * again after a worker died, it returns what was recorded instead of sending again; what
  * was sent but not recorded is sent again (receivers dedupe by eventId).
  */
+/** How a superseded run ends (see batchCancellation): cancelled, as the SDK reports a cancellation, never with a partial answer. */
+const supersededFailure = () => new CancelledFailure('a newer run of this batch makes its attempts');
+
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
   /** Where an attempt goes: the webhook's URL, or the integration's public endpoint (what its record names). */
@@ -181,6 +184,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       // A retry batch starts ahead of its retries' time (the shard's lead): the log is read
       // once the first is due, and the installation as of each attempt's time (below).
       await waitUntil(Math.min(...input.entries.map(timeOf)), either);
+      // Superseded before it read the log: the newer run has it all (what it started, read here, would be taken for interrupted).
+      if (superseded.aborted) throw supersededFailure();
       const deliveries = await deps.attempts.toAttempt(input.entries);
       await reportAbsent(input, deliveries);
       /** When each attempt made by this run ended (performance.now()). */
@@ -250,6 +255,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       });
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
+      // What it left to the newer run is not in its answer, which the shard would take as finished: it fails, cancelled, instead.
+      if (superseded.aborted) throw supersededFailure();
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, noRoom: noRoom.length, unsent: unsent.length }, 'attempt batch');
       return [
         ...written.map((outcome) => ({

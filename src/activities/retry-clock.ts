@@ -54,9 +54,9 @@ export interface BatchCancellation {
   /**
    * Aborted when the run is cancelled for any other reason: the server timed it out (its
    * heartbeats were lost while the server was away, say) and a newer run of the batch has
-   * its attempts, or it was paused or reset. Attempts not yet written as started are left to
-   * that run, not sent by both; those in flight end by themselves and are recorded, which
-   * the newer run reads.
+   * its attempts, or it was paused, reset or cancelled. Attempts not yet written as started
+   * are left to the next run, not sent by both; those in flight end by themselves and are
+   * recorded, which that run reads; then the run fails cancelled, with no partial answer.
    */
   superseded: AbortSignal;
   /** Aborted with either: what waits for a retry's time stops waiting. */

@@ -21,12 +21,13 @@ const PROBE_MS = 2000;
  * Runs a request under REQUEST_ENGINE_WAIT_MS, telling a busy engine from a hung one: once
  * the request has had a Temporal call in flight for PROBE_AFTER_MS, the frontend is asked a
  * cheap question (one question shared by every request waiting meanwhile). Silent past
- * PROBE_MS, while no other call of this process had an answer either, the request is
- * answered 503 then, within 3 s, as a stopped server's (whose connections are refused) is.
+ * PROBE_MS, the request is answered 503 then (within 3 s), as a stopped server's (whose
+ * connections are refused) is; unless another call of this process had the server's
+ * answer meanwhile (a busy server), which excuses one silent probe (503 within 5 s).
  * Time spent elsewhere (integration code, the delivery log) never counts.
  */
 export class EngineWait {
-  private probe?: Promise<boolean>;
+  private probe?: Promise<{ answered: boolean; heardMeanwhile: boolean }>;
 
   constructor(private readonly client: Client) {}
 
@@ -36,12 +37,16 @@ export class EngineWait {
     let watch: NodeJS.Timeout | undefined;
     const gone = new Promise<never>((_, reject) => {
       let asking = false;
+      // Another call's answer excuses a silent probe once; the next must be answered itself.
+      let excused = false;
       watch = setInterval(() => {
         if (asking || calls.waitingSince === undefined || performance.now() - calls.waitingSince < PROBE_AFTER_MS) return;
         asking = true;
-        void this.answers().then((up) => {
+        void this.answers().then(({ answered, heardMeanwhile }) => {
           asking = false;
-          if (!up) reject(unavailable('Temporal did not answer in time; try again'));
+          if (answered) return;
+          if (heardMeanwhile && !excused) excused = true;
+          else reject(unavailable('Temporal did not answer in time; try again'));
         });
       }, PROBE_AFTER_MS / 2);
     });
@@ -54,12 +59,12 @@ export class EngineWait {
     }
   }
 
-  /** Whether the frontend answers within PROBE_MS, or some other call was answered meanwhile (a busy server, not a hung one). */
-  private answers(): Promise<boolean> {
+  /** Whether the frontend answers within PROBE_MS, and if not, whether some other call of the process was answered meanwhile (a busy server, not a hung one). */
+  private answers(): Promise<{ answered: boolean; heardMeanwhile: boolean }> {
     const asked = performance.now();
     this.probe ??= this.client
       .withDeadline(Date.now() + PROBE_MS, () => this.client.workflowService.getSystemInfo({}))
-      .then(() => true, () => engineHeardSince(asked))
+      .then(() => ({ answered: true, heardMeanwhile: true }), () => ({ answered: false, heardMeanwhile: engineHeardSince(asked) }))
       .finally(() => (this.probe = undefined));
     return this.probe;
   }

@@ -1,10 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-// gRPC status codes that are no answer from the server.
-const CANCELLED = 1;
-const DEADLINE_EXCEEDED = 4;
-const UNAVAILABLE = 14;
-
 /** The Temporal calls one request has in flight, and since when it has had one without a break. */
 export class CallsInFlight {
   private count = 0;
@@ -28,9 +23,13 @@ const current = new AsyncLocalStorage<CallsInFlight>();
 /** performance.now() when a Temporal call of this process last had the server's own answer. */
 let lastHeard = -Infinity;
 
-/** Notes how a call ended: any status but "no answer" (deadline, unavailable, cancelled) is the server's own. */
-export function heardFrom(code: number | undefined): void {
-  if (code !== undefined && code !== DEADLINE_EXCEEDED && code !== UNAVAILABLE && code !== CANCELLED) lastHeard = performance.now();
+/**
+ * Notes that the server answered a call (its response headers came, or its result): a
+ * status made up on this side (a deadline, a refused connection, a local error) is not
+ * the server's, so callers note only what came from it.
+ */
+export function heardFromServer(): void {
+  lastHeard = performance.now();
 }
 
 /** Whether some call of this process had the server's answer at or after `since` (performance.now()). */

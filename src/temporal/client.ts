@@ -7,7 +7,7 @@ import { temporalClientErrors } from '../metrics';
 import type { EncryptionCodec } from './codec';
 import type { Tracing } from '../tracing';
 import { tracingClientInterceptors } from '../tracing/temporal';
-import { heardFrom, trackCall } from './calls-in-flight';
+import { heardFromServer, trackCall } from './calls-in-flight';
 
 export interface TemporalSettings {
   address: string;
@@ -61,7 +61,6 @@ const deadlineInterceptor: Interceptor = (options, nextCall) => {
       next(metadata, {
         onReceiveStatus(status, nextStatus) {
           end();
-          heardFrom(status.code);
           if (status.code !== grpcStatus.OK) countFailure(status.code);
           nextStatus(status);
         },
@@ -69,6 +68,23 @@ const deadlineInterceptor: Interceptor = (options, nextCall) => {
     },
   });
 };
+
+/**
+ * Innermost, so that every try of a call counts: response headers are the server's own
+ * answer, whatever status follows (a busy server's RESOURCE_EXHAUSTED too), never made up
+ * on this side. What tells a busy server from a hung one (see EngineWait).
+ */
+const heardInterceptor: Interceptor = (options, nextCall) =>
+  new InterceptingCall(nextCall(options), {
+    start(metadata, _listener, next) {
+      next(metadata, {
+        onReceiveMetadata(received, nextMetadata) {
+          heardFromServer();
+          nextMetadata(received);
+        },
+      });
+    },
+  });
 
 const countFailure = (code: number | undefined) => temporalClientErrors.inc({ code: grpcStatus[code ?? -1] ?? String(code ?? 'UNKNOWN') });
 
@@ -138,12 +154,12 @@ class SplitConnection implements ConnectionLike {
           const end = trackCall();
           const own = native.callContextStorage.getStore()?.deadline;
           const deadline = own === undefined ? Date.now() + CALL_DEADLINE_MS : new Date(own).getTime();
+          // Only a result is surely the server's (the native client's errors may carry no code).
           return withinDeadline(own === undefined ? native.withDeadline(deadline, call) : call(), deadline).then((answer) => {
-            heardFrom(grpcStatus.OK);
+            heardFromServer();
             return answer;
           }, (err: unknown) => {
             const code = (err as { code?: unknown }).code;
-            heardFrom(typeof code === 'number' ? code : undefined);
             const passed = Date.now() >= deadline && (code === grpcStatus.CANCELLED || code === grpcStatus.DEADLINE_EXCEEDED);
             const thrown = passed ? deadlineExceeded() : err;
             countFailure((thrown as { code?: number }).code);
@@ -190,7 +206,7 @@ async function whenServing<T>(connect: () => Promise<T>, settings: TemporalSetti
 export async function connectClient(settings: TemporalSettings): Promise<Client> {
   // One wait for both connections.
   const deadline = Date.now() + (settings.startupWaitMs ?? 0);
-  const grpc = await whenServing(() => Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor] }), settings, deadline);
+  const grpc = await whenServing(() => Connection.connect({ address: settings.address, interceptors: [deadlineInterceptor, retryInterceptor, heardInterceptor] }), settings, deadline);
   const native = await whenServing(() => NativeConnection.connect({ address: settings.address }), settings, deadline).catch(async (err: unknown) => {
     await grpc.close();
     throw err;

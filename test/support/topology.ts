@@ -72,11 +72,6 @@ export class Member {
 }
 
 /**
- * The production shape on one machine, as docker-compose.yml runs it: a Temporal server
- * (deploy/temporal) with its databases on the run's PostgreSQL, the delivery log on the
- * same PostgreSQL, two API processes and two worker processes (`node dist/src/main.js api|worker`).
- */
-/**
  * What every topology shares, the test's and the bench's: a Temporal server from
  * deploy/temporal on its own databases of `postgresUrl` (its services apart if `apart`),
  * the delivery log's database beside them, two API ports, and the environment of the
@@ -95,7 +90,10 @@ export async function topologyBase(options: { postgresUrl: string; cliPath: stri
     apart: options.apart,
   });
   await server.setUp();
-  const databaseUrl = await createTestDatabase(options.postgresUrl, `log_${options.suffix}`);
+  const databaseUrl = await createTestDatabase(options.postgresUrl, `log_${options.suffix}`).catch(async (err: unknown) => {
+    await server.stop();
+    throw err;
+  });
   const apiPorts = [await freePort(), await freePort()];
   const shared = {
     TEMPORAL_ADDRESS: server.address,
@@ -110,6 +108,11 @@ export async function topologyBase(options: { postgresUrl: string; cliPath: stri
   return { server, databaseUrl, apiPorts, shared };
 }
 
+/**
+ * The production shape on one machine, as docker-compose.yml runs it: a Temporal server
+ * (deploy/temporal) with its databases on the run's PostgreSQL, the delivery log on the
+ * same PostgreSQL, two API processes and two worker processes (`node dist/src/main.js api|worker`).
+ */
 export class Topology {
   readonly apis: Member[] = [];
   readonly workers: Member[] = [];
