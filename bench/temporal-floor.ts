@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { IllegalStateError } from '@temporalio/common';
 import { findOrBuildTemporalCli } from '../src/temporal/cli-binary';
 import { startDevServer } from '../src/temporal/dev-server';
 import { installTemporalRuntime, temporalRuntimeLogger } from '../src/temporal/runtime-logger';
@@ -21,8 +22,13 @@ import { floorSignal, type floorWorkflow } from './floor-workflow';
  * waits at least before its attempt), with the dev server's CPU for each.
  */
 export async function temporalFloor(n: number) {
-  // The bench's only worker, stopped by the bench itself (no signal handlers of the SDK's); its logs at warn, as the platform's.
-  installTemporalRuntime(createLogger('warn'), { worker: false });
+  // A worker stopped by the bench itself (no signal handlers of the SDK's), its logs at warn, as the platform's; unless the
+  // process has its runtime already (an SDK connection made one), which then serves.
+  try {
+    installTemporalRuntime(createLogger('warn'), { worker: false });
+  } catch (err) {
+    if (!(err instanceof IllegalStateError)) throw err;
+  }
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-bench-floor-'));
   const server = await startDevServer({ cliPath: await findOrBuildTemporalCli(process.env), namespace: 'default', dbFile: path.join(dataDir, 'temporal.db') });
   try {

@@ -47,7 +47,8 @@ export class Member {
     const child = entryPoint(this.role, this.env, (line) => {
       if (/schema migrated|worker running/.test(line)) this.lines.push(line);
       if (line.includes('worker running')) running = true;
-      this.tail.push(line.slice(0, 500));
+      // The SDK's task tokens (hundreds of characters) would push the error out of the kept length.
+      this.tail.push(line.replace(/"taskToken":"[^"]*",?/, '').slice(0, 1500));
       if (this.tail.length > 8) this.tail.shift();
     });
     this.child = child;
