@@ -42,7 +42,7 @@ export interface AttemptBatchResult {
   /** When that retry is due (ms since 1970, on the clock of this worker, `clock`): its attempt is made then, not before. */
   retryAt?: number;
   clock?: string;
-  /** Not attempted (no room in the isolate pool): the same attempt is made after `retryInMs`. */
+  /** Not attempted (no room in the isolate pool, the worker stopping): the same attempt is asked for after `retryInMs`. */
   again?: true;
 }
 
@@ -64,6 +64,9 @@ const NO_ROOM_RETRY_MS = 2000;
 /** How long an attempt's outcome may wait for others to share its write (see OutcomeRecorder). */
 const RECORD_EVERY_MS = 20;
 
+/** How a superseded run ends (see batchCancellation): cancelled, as the SDK reports a cancellation, never with a partial answer. */
+const supersededFailure = () => new CancelledFailure('a newer run of this batch makes its attempts');
+
 /**
  * One batch of attempts (DESIGN.md §3), all of one installation, a webhook's POSTs or an
  * integration's events into its isolate: reads the deliveries and the installation from
@@ -73,9 +76,6 @@ const RECORD_EVERY_MS = 20;
  * again after a worker died, it returns what was recorded instead of sending again; what
  * was sent but not recorded is sent again (receivers dedupe by eventId).
  */
-/** How a superseded run ends (see batchCancellation): cancelled, as the SDK reports a cancellation, never with a partial answer. */
-const supersededFailure = () => new CancelledFailure('a newer run of this batch makes its attempts');
-
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
   /** Where an attempt goes: the webhook's URL, or the integration's public endpoint (what its record names). */
@@ -200,10 +200,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
         if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.getMany(installationIds) };
         return read.targets;
       };
-      /** Deliveries to integration code that found no room in the isolate pool: not attempted. */
-      const noRoom: string[] = [];
-      /** Deliveries not attempted because the worker stopped first: the same attempt, at its time, on another worker. */
-      const unsent: AttemptBatchInput['entries'] = [];
+      /** Deliveries whose attempt this run did not make (no room in the isolate pool, the worker stopping first): the same attempt is asked for after `inMs`. */
+      const later: { id: string; inMs: number }[] = [];
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
         await deps.attempts.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
@@ -225,10 +223,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           await waitUntil(timeOf(entry), either);
           // A newer run of the batch makes this attempt (see batchCancellation); this run's answer is nobody's.
           if (superseded.aborted) return undefined;
-          if (stopping.aborted) {
-            unsent.push(entry);
-            return undefined;
-          }
+          if (stopping.aborted) return void later.push({ id, inMs: Math.max(0, timeOf(entry) - Date.now()) });
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
           let outcome = notAttempted(delivery, attempt, target);
           if (!outcome) {
@@ -238,8 +233,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
               if (!isNoRoom(err) && !(err instanceof UnsentError)) throw err;
               // No attempt was made: the same one is made later, not taken for interrupted.
               await deps.attempts.forgetStarted([started]);
-              if (err instanceof UnsentError) unsent.push(entry);
-              else noRoom.push(id);
+              later.push({ id, inMs: err instanceof UnsentError ? Math.max(0, timeOf(entry) - Date.now()) : NO_ROOM_RETRY_MS });
               return undefined;
             });
           }
@@ -257,7 +251,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       await recorder.close();
       // What it left to the newer run is not in its answer, which the shard would take as finished: it fails, cancelled, instead.
       if (superseded.aborted) throw supersededFailure();
-      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, noRoom: noRoom.length, unsent: unsent.length }, 'attempt batch');
+      deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, later: later.length }, 'attempt batch');
       return [
         ...written.map((outcome) => ({
           id: outcome.id,
@@ -266,9 +260,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
           ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id))),
         })),
-        // A busy pool delays them; it spends none of their attempts, nor fails them.
-        ...noRoom.map((id) => ({ id, status: 'pending' as const, again: true as const, ...retryOf(NO_ROOM_RETRY_MS, performance.now()) })),
-        ...unsent.map((entry) => ({ id: entry.id, status: 'pending' as const, again: true as const, ...retryOf(Math.max(0, timeOf(entry) - Date.now()), performance.now()) })),
+        // Delayed, none of their attempts spent, none failed.
+        ...later.map(({ id, inMs }) => ({ id, status: 'pending' as const, again: true as const, ...retryOf(inMs, performance.now()) })),
       ];
     } finally {
       clearInterval(heartbeat);
