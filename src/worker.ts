@@ -14,7 +14,10 @@ import { STRANDED_WORKFLOW_ID, strandedDeliveriesWorkflow } from './workflows/st
 import { settleAll } from './settle-all';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from './workflows/directory';
 
-export interface WorkerOptions extends Omit<ActivityDependencies, 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs'> {
+/** What activities take from the process's stores. */
+type StoreNames = 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs' | 'operations' | 'events' | 'deliveries';
+
+export interface WorkerOptions extends Omit<ActivityDependencies, StoreNames> {
   address: string;
   namespace: string;
   taskQueue: string;
@@ -25,7 +28,7 @@ export interface WorkerOptions extends Omit<ActivityDependencies, 'attempts' | '
   /** A bundle of the caller's (tests: the run's, or one with tracing's interceptors); otherwise the build's (see workflowsOf). */
   workflowBundle?: WorkflowBundleOption;
   client: Client;
-  stores: Pick<ActivityDependencies, 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs'>;
+  stores: Pick<ActivityDependencies, StoreNames>;
 }
 
 /** A process's Temporal workers, run and stopped together. */

@@ -217,8 +217,10 @@ describe('the platform CLI', function () {
       assert.equal(JSON.parse(one.stdout).id, `${failed[0]}:replay-1`);
       const bulk = await cli('deliveries', 'replay-failed', '--installation', hook.id, '--since', new Date(Date.now() - 600_000).toISOString());
       assert.equal(bulk.code, 0, bulk.stderr);
-      assert.match(bulk.stdout, /^Replaying 2 failed deliveries:$/m);
-      const replayed = bulk.stdout.trim().split('\n').slice(1);
+      // In the background: the count at once, progress on stderr, the end on stdout.
+      assert.match(bulk.stderr, /^Replaying 2 failed deliveries \(one per event\) in operation op_\S+;/m);
+      assert.match(bulk.stdout, /^Operation op_\S+ done: 2 replayed\.$/m);
+      const replayed = [`${failed[0]}:replay-2`, `${failed[1]}:replay-1`];
       const finals = await Promise.all([JSON.parse(one.stdout).id, ...replayed].map((id: string) => platform.finalDelivery(id, env.PLATFORM_TOKEN!)));
       assert.deepEqual(finals.map((d) => d.status), ['delivered', 'delivered', 'delivered']);
     });

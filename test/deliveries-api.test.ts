@@ -142,23 +142,37 @@ describe('listing and replaying deliveries', function () {
     assert.equal((await get(`/v1/deliveries/${id}`)).status, 200);
   });
 
-  it('bulk-replays the failed deliveries of an installation in a time range, once per event', async function () {
+  it('bulk-replays the failed deliveries of an installation in a time range, once per event, as a background operation', async function () {
     await listed(`installation=${hook.id}&status=failed`, 3);
     const answer = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'failed', since: startedAt, until: new Date().toISOString() } });
-    assert.equal(answer.status, 202);
+    assert.equal(answer.status, 202, JSON.stringify(answer.body));
     assert.equal(answer.body.count, 3);
-    const replays = await Promise.all(answer.body.ids.map((id: string) => platform.finalDelivery(id, tenant.token)));
-    assert.ok(replays.every((d) => d.status === 'delivered'));
+    assert.match(answer.body.operation, /^op_/);
+    const operation = await platform.operationDone(answer.body.operation, tenant.token);
+    assert.deepEqual([operation.kind, operation.status, operation.total, operation.done, operation.failed, operation.left], ['replay_failed', 'done', 3, 3, 0, 0]);
+    for (const id of failedIds) {
+      const eventId = id.split(':')[0];
+      const replays = (await listed(`eventId=${eventId}&installation=${hook.id}`, id === failedIds[0] ? 4 : 2)).items.filter((d: any) => d.replayOf === id);
+      const fromOperation = replays.filter((d: any) => Date.parse(d.createdAt) >= Date.parse(operation.createdAt));
+      assert.equal(fromOperation.length, 1, `${eventId} replayed once by the operation`);
+      assert.equal((await platform.finalDelivery(fromOperation[0].id, tenant.token)).status, 'delivered');
+    }
     for (const id of failedIds.slice(1)) {
       const eventId = id.split(':')[0];
       assert.equal(receiver.requests.filter((r) => JSON.parse(r.body).eventId === eventId).length, 2, `${eventId} seen again`);
     }
     const none = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'failed', until: startedAt } });
-    assert.deepEqual(none.body, { count: 0, ids: [] });
+    assert.equal(none.body.count, 0);
+    assert.equal((await platform.operationDone(none.body.operation, tenant.token)).done, 0);
     const bad = await platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation: hook.id, status: 'delivered' } });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.details[0].field, 'status');
+    // Another organization's member does not see it.
+    const stranger = await platform.tenant();
+    assert.equal((await platform.http('GET', `/v1/operations/${answer.body.operation}`, { token: stranger.token })).status, 404);
+    assert.equal((await platform.http('GET', '/v1/operations/op_none', { token: tenant.token })).status, 404);
   });
+
   it('the retention workflow purges, through its activity, what is older than PLATFORM_DELIVERY_RETENTION_DAYS, and keeps the rest', async function () {
     const org = `org-retention-${randomBytes(3).toString('hex')}`;
     // Final (skipped) unless pending: a pending one stays, however old.

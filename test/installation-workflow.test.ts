@@ -79,7 +79,7 @@ describe('the installation workflow', function () {
         await waitFor(async () => (saved.length ? true : undefined), 10_000, 'the first write of the read model');
         const deleted = handle.executeUpdate(deleteUpdate);
         await waitFor(async () => (saved.some((installation) => installation.status === 'deleted') ? true : undefined), 10_000, 'the deletion under way');
-        const refused = await handle.executeUpdate(pauseUpdate).then(
+        const refused = await handle.executeUpdate(pauseUpdate, { args: [undefined] }).then(
           () => assert.fail('a pause of an installation being deleted was taken'),
           (err: unknown) => err,
         );

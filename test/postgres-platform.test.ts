@@ -25,6 +25,36 @@ describe('the platform on PostgreSQL', function () {
     assert.equal((await platform.finalDelivery(replay.body.id, tenant.token)).status, 'delivered');
   });
 
+  it('counts a receiver’s failures, pauses it on 410 Gone, holds its events and replays what failed, with the log in PostgreSQL', async function () {
+    const tenant = await platform.tenant();
+    const gone = new ScriptedReceiver((n) => (n === 0 ? { status: 410 } : { status: 200 }));
+    await gone.start();
+    try {
+      const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'pg-gone' }, gone.url, { space_content_updated: true });
+      const first = (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'pg-gone'))).body.deliveries[0];
+      assert.equal((await platform.finalDelivery(first, tenant.token)).status, 'failed');
+      const paused = await waitFor(async () => {
+        const installation = (await platform.http('GET', `/v1/installations/${hook.id}`, { token: tenant.token })).body;
+        return installation.status === 'paused' ? installation : undefined;
+      }, 30_000, 'the pause');
+      assert.equal(paused.pause.reason, 'receiver_gone');
+      const health = (await platform.http('GET', `/v1/installations/${hook.id}/health`, { token: tenant.token })).body;
+      assert.deepEqual([health.consecutiveFailures, health.lastFailure.statusCode, health.last24h.failed], [1, 410, 1]);
+      const held = (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'pg-gone'))).body.deliveries[0];
+      assert.equal((await platform.http('GET', `/v1/deliveries/${held}`, { token: tenant.token })).body.status, 'held');
+      const resumed = await platform.http('POST', `/v1/installations/${hook.id}/resume`, { token: tenant.token, body: { replayFailed: true } });
+      assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+      const operation = await platform.operationDone(resumed.body.operation, tenant.token);
+      assert.deepEqual([operation.status, operation.total, operation.done], ['done', 2, 2]);
+      // The held one goes out, the failed one is replayed.
+      assert.equal((await platform.finalDelivery(`${first}:replay-1`, tenant.token)).status, 'delivered');
+      assert.equal((await platform.finalDelivery(held, tenant.token)).status, 'delivered');
+      assert.equal(gone.requests.length, 3);
+    } finally {
+      await gone.stop();
+    }
+  });
+
   it('refuses a webhook URL with control characters, naming the field: stored as written, a NUL would stop the read model (and the installation) for good', async function () {
     const tenant = await platform.tenant();
     const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'pg-nul' }, receiver.url, { space_content_updated: true });

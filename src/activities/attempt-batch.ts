@@ -1,5 +1,6 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AttemptRecords } from '../delivery-log/attempt-records';
+import type { HealthChange } from '../delivery-log/receiver-health';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationProjection } from '../installations/types';
 import type { DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
@@ -56,6 +57,8 @@ export interface AttemptBatchDependencies {
   webhookGuard: DestinationGuard;
   logger: Logger;
   attemptTimeoutMs?: number;
+  /** Told where the receivers that failed deliveries in a write stand (see createAutoPause). */
+  afterOutcomes?: (changes: HealthChange[]) => Promise<void>;
 }
 
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
@@ -203,8 +206,9 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       /** Deliveries whose attempt this run did not make (no room in the isolate pool, the worker stopping first): the same attempt is asked for after `inMs`. */
       const later: { id: string; inMs: number }[] = [];
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
-        await deps.attempts.recordOutcomes(part, input);
+        const health = await deps.attempts.recordOutcomes(part, input);
         observe(part, endedAt, deliveries, lastAt);
+        if (health.length) await deps.afterOutcomes?.(health).catch((err: Error) => deps.logger.warn({ err: err.message }, 'receivers’ health not checked after a write; the next write checks'));
       }, RECORD_EVERY_MS);
       const outcomes = await Promise.all(
         input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {

@@ -11,6 +11,9 @@ import { deliveryId } from '../ids';
 import type { DirectoryIndex } from '../delivery-log/directory-index';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
+import { createAutoPause } from './auto-pause';
+import { createOperationActivities, type OperationDependencies } from './operations';
+import { planOperationalDeliveries, type OperationalEvent } from '../installations/operational-events';
 
 /** What installation workflows hand to dispatchInstallationEvents. */
 export interface PlatformEvent {
@@ -42,7 +45,7 @@ export interface EventIntake {
   handOverRecorded(deliveries: PendingDelivery[]): Promise<void>;
 }
 
-export interface ActivityDependencies extends AttemptBatchDependencies {
+export interface ActivityDependencies extends AttemptBatchDependencies, OperationDependencies {
   /** Stranded deliveries and retention. */
   sweeps: LogSweeps;
   directory: DirectoryIndex;
@@ -65,7 +68,8 @@ const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdat
 
 export function createActivities(deps: ActivityDependencies) {
   return {
-    attemptDeliveries: createAttemptBatch(deps),
+    attemptDeliveries: createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps) }),
+    ...createOperationActivities(deps),
 
     /** Deliveries the platform could not attempt end failed, with the reason, and stay replayable. */
     async failDeliveries(ids: string[], reason: string): Promise<void> {
@@ -96,6 +100,16 @@ export function createActivities(deps: ActivityDependencies) {
           deliveries: [{ id: deliveryId(event.eventId, installation.id), eventId: event.eventId, installationId: installation.id, organizationId: installation.org, eventType: event.type, body: JSON.stringify(event) }],
         })),
       );
+    },
+
+    /**
+     * An operational event (an installation paused or resumed) to the organization's webhook
+     * installations that select it, through the delivery pipeline like any event; its id is
+     * the installation's and its revision's, so a retried activity records nothing twice.
+     */
+    async announceOperational(event: OperationalEvent): Promise<void> {
+      const installations = await deps.installations.of([event.organizationId], ['active', 'paused']);
+      await deps.ingest.commit([{ eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planOperationalDeliveries(event, installations) }]);
     },
 
     /**

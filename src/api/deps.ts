@@ -19,6 +19,9 @@ import { OAuthStates } from '../delivery-log/oauth-states';
 import { PageTokens } from './page-tokens';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
 import { InstallationTokens } from '../integrations/installation-tokens';
+import type { OperationRecords } from '../delivery-log/operation-records';
+import type { ReceiverHealthReads } from '../delivery-log/receiver-health';
+import { OperationService } from './operation-service';
 
 /** The stores the API reads and writes, opened by the process (src/platform/stores.ts). */
 export interface ApiStores {
@@ -29,6 +32,8 @@ export interface ApiStores {
   directory: DirectoryIndex;
   integrationLogs: IntegrationLogStore;
   assets: AssetStore;
+  operations: OperationRecords;
+  health: ReceiverHealthReads;
 }
 
 /** What the API is built from: the process's parts (src/platform/parts.ts) and the API's own settings. */
@@ -73,6 +78,9 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'encryptionKey' | 
   pageTokens: PageTokens;
   organizations: KnownOrganizations;
   oauthStates: OAuthStates;
+  /** Background operations: started, read and cancelled. */
+  operations: OperationService;
+  health: ReceiverHealthReads;
 }
 
 /** The one place the API's services are wired together. */
@@ -90,5 +98,7 @@ export function buildApiDeps({ stores, encryptionKey, httpLimits: _limits, ...se
     pageTokens,
     organizations: new KnownOrganizations(stores.directory),
     oauthStates: new OAuthStates(encryptionKey, stores.db),
+    operations: new OperationService(settings.client, settings.taskQueue, stores.operations),
+    health: stores.health,
   };
 }

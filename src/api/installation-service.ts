@@ -40,8 +40,8 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     if (!stored || stored.status === 'deleted') throw notFound('installation');
     // An installation token sees its own installation, and nothing else exists for it.
     if (caller.kind === 'installation' ? caller.installationId !== stored.id : !isMember(caller, stored.target.org)) throw notFound('installation');
-    const { id: _id, integration, version, pinned, target, status, configuration, createdAt, updatedAt, signingSecrets } = stored;
-    return { id, integration, ...(version !== undefined && { version }), ...(pinned && { pinned }), target, status, configuration: maskCredentials(configuration), createdAt, updatedAt, signingSecrets };
+    const { id: _id, integration, version, pinned, target, status, pause, configuration, createdAt, updatedAt, signingSecrets } = stored;
+    return { id, integration, ...(version !== undefined && { version }), ...(pinned && { pinned }), target, status, ...(pause && { pause }), configuration: maskCredentials(configuration), createdAt, updatedAt, signingSecrets };
   }
 
   /** The installation as the API shows it, if the caller may see it (see loadStored). */

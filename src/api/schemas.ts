@@ -1,5 +1,6 @@
 import { DELIVERY_STATUSES } from '../delivery-log/types';
-import { LISTED_INSTALLATION_STATUSES } from '../installations/types';
+import { LISTED_INSTALLATION_STATUSES, PAUSE_REASONS } from '../installations/types';
+import { OPERATION_KINDS } from '../delivery-log/types';
 import { ID_PATTERN } from '../ids';
 import type { SchemaObject } from 'ajv';
 
@@ -25,6 +26,12 @@ export const targetSchema: SchemaObject = {
 
 export const configurationSchema: SchemaObject = { type: 'object' };
 
+const pauseSchema: SchemaObject = {
+  type: 'object',
+  description: 'Why and since when it is paused: by a member, or by the platform (receiver_failing, receiver_gone; new events are then held)',
+  properties: { reason: { enum: [...PAUSE_REASONS] }, at: { type: 'string' }, troubleSince: { type: 'string', description: 'When the failures in a row began' } },
+};
+
 export const installationSchema: SchemaObject = {
   type: 'object',
   required: ['id', 'integration', 'target', 'status', 'configuration', 'urls'],
@@ -37,8 +44,44 @@ export const installationSchema: SchemaObject = {
     version: { type: 'integer', description: 'The integration version it runs (none for webhooks)' },
     pinned: { type: 'boolean', description: 'Kept on its version: publishes do not move it' },
     urls: { type: 'object', properties: { publicEndpoint: { type: 'string' } } },
+    pause: pauseSchema,
     createdAt: { type: 'string' },
     updatedAt: { type: 'string' },
+  },
+};
+
+export const healthSchema: SchemaObject = {
+  type: 'object',
+  required: ['consecutiveFailures', 'last24h'],
+  properties: {
+    consecutiveFailures: { type: 'integer', description: 'Deliveries failed by the receiver since the last one delivered' },
+    failingSince: { type: 'string', description: 'When the first of them failed' },
+    lastSuccessAt: { type: 'string' },
+    lastFailure: { type: 'object', properties: { at: { type: 'string' }, statusCode: { type: 'integer' }, error: { type: 'string' } } },
+    last24h: {
+      type: 'object',
+      properties: { delivered: { type: 'integer' }, failed: { type: 'integer' }, pending: { type: 'integer' }, held: { type: 'integer' }, successRate: { type: ['number', 'null'], description: 'delivered / (delivered + failed)' } },
+    },
+    pause: pauseSchema,
+  },
+};
+
+export const operationSchema: SchemaObject = {
+  type: 'object',
+  required: ['id', 'kind', 'installationId', 'status', 'total', 'done', 'failed', 'left'],
+  properties: {
+    id: { type: 'string' },
+    kind: { enum: [...OPERATION_KINDS] },
+    installationId: { type: 'string' },
+    status: { enum: ['running', 'done', 'cancelled'] },
+    total: { type: 'integer', description: 'Counted when it began' },
+    done: { type: 'integer' },
+    failed: { type: 'integer', description: 'Not handled: purged since it began' },
+    left: { type: 'integer' },
+    request: { type: 'object' },
+    createdAt: { type: 'string' },
+    updatedAt: { type: 'string' },
+    finishedAt: { type: 'string' },
   },
 };
 

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ApiClient, CliError } from './api-client';
-import { listDeliveries, replayDelivery, replayFailed, showDelivery } from './deliveries';
+import { listDeliveries, replayDelivery, showDelivery } from './deliveries';
+import { pauseOrResume, replayFailed, showHealth, showOperation } from './operations';
 import type { Output } from './format';
 import { checkIntegration, newIntegration, publishIntegration, type Terminal } from './authoring';
 import { install, listIntegrations, moveToVersion, setConfiguration } from './integrations';
@@ -28,12 +29,20 @@ Usage:
   platform orgs create <id> --subdomain <subdomain> --title <title>
   platform users create <id> --org <org> [--org <org> …]
   platform events send [file.json | -]      one event, an array, or {"events": [...]}
-  platform deliveries list [--installation ID] [--status pending|delivered|failed|skipped]
+  platform deliveries list [--installation ID] [--status pending|delivered|failed|skipped|held]
                            [--event-id ID] [--since ISO] [--until ISO] [--org ID] [--limit N]
                            [--page-token T]
   platform deliveries show <delivery id>
   platform deliveries replay <delivery id>
   platform deliveries replay-failed --installation ID [--since ISO] [--until ISO]
+                           in the background (an operation), followed with a progress bar
+  platform installations health <id>        its receiver: failures in a row, last 24 h
+  platform installations pause <id>
+  platform installations resume <id> [--held deliver|drop] [--replay-failed]
+                           what was held while the platform paused it: delivered in
+                           order of ingest (the default) or dropped; --replay-failed also
+                           replays what failed since the trouble began; followed to the end
+  platform operations show|cancel <operation id>
   platform logs <integration> [--installation ID] [--level debug|info|warn|error]
                               [--since ISO] [--limit N] [--follow]
                            its code's console lines and errors, for its owners;
@@ -74,6 +83,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       env: { type: 'string' },
       level: { type: 'string' },
       follow: { type: 'boolean', short: 'f', default: false },
+      held: { type: 'string' },
+      'replay-failed': { type: 'boolean', default: false },
     },
   });
   const [group, command, id] = positionals;
@@ -134,9 +145,12 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       case 'replay':
         return replayDelivery(api, output, await needId());
       case 'replay-failed':
-        return replayFailed(api, output, { installation: installation(), since: values.since, until: values.until });
+        return replayFailed(api, output, terminal.progress, { installation: installation(), since: values.since, until: values.until });
     }
   }
+  if (group === 'installations' && command === 'health') return showHealth(api, output, id);
+  if (group === 'installations' && (command === 'pause' || command === 'resume')) return pauseOrResume(api, output, terminal.progress, id, command, { held: values.held, replayFailed: values['replay-failed'] });
+  if (group === 'operations' && (command === 'show' || command === 'cancel')) return showOperation(api, output, id, command === 'cancel');
   throw new CliError(`unknown command "${positionals.join(' ')}"`, 'platform --help lists the commands', 2);
 }
 

@@ -1,7 +1,7 @@
 import * as wf from '@temporalio/workflow';
 import type { Configuration } from '../installations/configuration';
 import type { ConfigurationSchemas } from '../installations/rules';
-import type { InstallationProjection, SigningSecret } from '../installations/types';
+import type { InstallationProjection, PauseReason, SigningSecret } from '../installations/types';
 
 /*
  * What the API and the activities ask of an installation's workflow (installation.ts):
@@ -10,7 +10,23 @@ import type { InstallationProjection, SigningSecret } from '../installations/typ
  */
 
 /** What the API shows: the read model's installation without its secrets, scopes, events, URL or revision. */
-export type InstallationView = Pick<InstallationProjection, 'id' | 'integration' | 'version' | 'pinned' | 'target' | 'status' | 'configuration' | 'createdAt' | 'updatedAt'>;
+export type InstallationView = Pick<InstallationProjection, 'id' | 'integration' | 'version' | 'pinned' | 'target' | 'status' | 'pause' | 'configuration' | 'createdAt' | 'updatedAt'>;
+
+/** The platform's pause (a member's takes none): why, and since when its receiver has been failing. */
+export interface PauseRequest {
+  reason: Exclude<PauseReason, 'member'>;
+  troubleSince: string;
+}
+
+/** What a resume does with what was held while the platform paused it: deliver it (in order of ingest; the default) or drop it. */
+export interface ResumeRequest {
+  held?: 'deliver' | 'drop';
+  /** Also replay, after the release, what failed from the trouble's beginning to the pause (once per event). */
+  replayFailed?: boolean;
+}
+
+/** A resume of an installation that held events names the operation that releases them. */
+export type ResumeAnswer = InstallationView & { operation?: string };
 
 /** What a version brings to an installation of it: its configuration schemas, scopes and the events its code handles. */
 export interface VersionChange {
@@ -31,8 +47,9 @@ export const installationWorkflowId = (id: string): string => `installation/${id
 
 /** `byIntegration`: the edit came from the integration's own code (its installation token); absent in histories from before it. */
 export const configureUpdate = wf.defineUpdate<InstallationView, [Configuration, { byIntegration?: boolean } | undefined]>('configure');
-export const pauseUpdate = wf.defineUpdate<InstallationView>('pause');
-export const resumeUpdate = wf.defineUpdate<InstallationView>('resume');
+/** A member's pause, or the platform's (with its request): the platform's changes nothing of one paused already. */
+export const pauseUpdate = wf.defineUpdate<InstallationView, [PauseRequest | undefined]>('pause');
+export const resumeUpdate = wf.defineUpdate<ResumeAnswer, [ResumeRequest | undefined]>('resume');
 export const deleteUpdate = wf.defineUpdate<InstallationView>('delete');
 export const moveToVersionUpdate = wf.defineUpdate<InstallationView, [VersionChange, VersionMove]>('moveToVersion');
 /** The API generates the new secret: workflow randomness is deterministic, not secret. */

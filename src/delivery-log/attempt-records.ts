@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
 import { attemptOf, chunks } from './rows';
+import { recordHealth, type HealthChange } from './receiver-health';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
 type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updated_at' | 'completed_at' | 'attempts' | 'url' | 'workflow_id' | 'run_id'>>;
@@ -83,10 +84,13 @@ export class AttemptRecords {
     return missing;
   }
 
-  /** Writes an attempt batch's outcomes, attempts and states together. */
-  async recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<void> {
-    if (outcomes.length === 0) return;
-    await this.db.transaction().execute(async (trx) => {
+  /**
+   * Writes an attempt batch's outcomes, attempts and states together, and the receivers'
+   * health with them; answers where the installations with failures in it stand.
+   */
+  async recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<HealthChange[]> {
+    if (outcomes.length === 0) return [];
+    return this.db.transaction().execute(async (trx) => {
       const attempts = outcomes.filter((outcome) => outcome.attempt).map(({ id, attempt }) => this.attemptRow(id, attempt!, run));
       for (const part of chunks(attempts)) {
         await trx
@@ -106,6 +110,8 @@ export class AttemptRecords {
         if (group) group.ids.push(outcome.id);
         else groups.set(key, { change, ids: [outcome.id] });
       }
+      /** Deliveries this write finished, with their installations and when they were recorded. */
+      const finishedNow = new Map<string, { installationId: string; createdAt: number }>();
       for (const { change, ids } of groups.values()) {
         for (const part of chunks(ids)) {
           let update = trx
@@ -118,9 +124,12 @@ export class AttemptRecords {
           // final outcome of the attempt counted last still ends the delivery.
           const attempt = change.attempts;
           if (attempt !== undefined) update = update.where((eb) => (change.status === 'pending' ? eb('attempts', '<', attempt) : eb('attempts', '<=', attempt)));
-          await update.execute();
+          if (change.status === 'pending') await update.execute();
+          else for (const row of await update.returning(['id', 'installation_id', 'created_at']).execute()) finishedNow.set(row.id, { installationId: row.installation_id, createdAt: Number(row.created_at) });
         }
       }
+      const finished = outcomes.filter((outcome) => finishedNow.has(outcome.id)).map((outcome) => ({ ...finishedNow.get(outcome.id)!, outcome }));
+      return recordHealth(trx, finished, now);
     });
   }
 

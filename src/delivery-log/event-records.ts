@@ -76,6 +76,16 @@ export class EventRecords {
     }
   }
 
+  /** A replay of each original (see recordReplay), recorded now: what to hand to the shards (none for an original purged meanwhile). */
+  async recordReplays(originals: Parameters<EventRecords['recordReplay']>[0][], now = Date.now()): Promise<PendingDelivery[]> {
+    const replays: PendingDelivery[] = [];
+    for (const original of originals) {
+      const id = await this.recordReplay(original, now);
+      if (id) replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now });
+    }
+    return replays;
+  }
+
   private deliveryRow(delivery: NewDelivery, now: number) {
     return {
       id: delivery.id,
@@ -84,7 +94,7 @@ export class EventRecords {
       organization_id: delivery.organizationId,
       event_type: delivery.eventType,
       url: delivery.url ?? null,
-      status: delivery.skipReason ? 'skipped' : 'pending',
+      status: delivery.skipReason ? 'skipped' : delivery.held ? 'held' : 'pending',
       reason: delivery.skipReason ?? null,
       body: this.encryption.seal(delivery.body),
       attempts: 0,

@@ -208,6 +208,39 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0010-endpoint-health-and-operations': {
+    // Installations paused by the platform say why; receivers' health; background operations' progress.
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('installations').addColumn('pause', 'text').execute();
+      await db.schema
+        .createTable('installation_health')
+        .ifNotExists()
+        .addColumn('installation_id', 'text', (c) => c.primaryKey())
+        .addColumn('consecutive_failures', 'integer', (c) => c.notNull())
+        .addColumn('failing_since', 'bigint')
+        .addColumn('last_success_at', 'bigint')
+        .addColumn('last_failure_at', 'bigint')
+        .addColumn('last_failure_status', 'integer')
+        .addColumn('last_failure_error', 'text')
+        .execute();
+      await db.schema
+        .createTable('operations')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('organization_id', 'text', (c) => c.notNull())
+        .addColumn('installation_id', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('total', 'integer', (c) => c.notNull())
+        .addColumn('done', 'integer', (c) => c.notNull())
+        .addColumn('failed', 'integer', (c) => c.notNull())
+        .addColumn('request', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('finished_at', 'bigint')
+        .execute();
+    },
+  },
 };
 
 /**

@@ -84,6 +84,42 @@ export interface InstallationsTable {
   revision: number;
   created_at: number;
   updated_at: number;
+  /** JSON of why and since when it is paused (InstallationPause); null when it is not, or a member paused it before reasons. */
+  pause: string | null;
+}
+
+/**
+ * A receiver's health, per installation, from its finished deliveries: written in the
+ * transaction that records them, so it never counts a delivery twice or misses one.
+ */
+export interface InstallationHealthTable {
+  installation_id: string;
+  /** Deliveries failed (by the receiver's answers) since the last one delivered. */
+  consecutive_failures: number;
+  /** When the first of those failed; null while the last one was delivered. */
+  failing_since: number | null;
+  last_success_at: number | null;
+  last_failure_at: number | null;
+  last_failure_status: number | null;
+  last_failure_error: string | null;
+}
+
+/** Background operations (the release of held deliveries, bulk replays): their progress, as their workflows write it. */
+export interface OperationsTable {
+  id: string;
+  kind: string;
+  organization_id: string;
+  installation_id: string;
+  /** running, done, cancelled */
+  status: string;
+  total: number;
+  done: number;
+  failed: number;
+  /** JSON of what it was asked (its filter, its choice). */
+  request: string;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
 }
 
 /** OAuth states spent (each may be used once); kept past their expiry, then purged. */
@@ -157,6 +193,8 @@ export interface Schema {
   attempts: AttemptsTable;
   attempts_in_flight: AttemptsInFlightTable;
   installations: InstallationsTable;
+  installation_health: InstallationHealthTable;
+  operations: OperationsTable;
   oauth_states: OAuthStatesTable;
   organizations: OrganizationsTable;
   users: UsersTable;

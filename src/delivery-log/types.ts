@@ -1,6 +1,7 @@
 import type { AttemptResult } from '../webhooks/schedule';
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'skipped'] as const;
+/** `held`: accepted for an installation the platform paused, kept unattempted until a resume delivers or drops it. */
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'skipped', 'held'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One attempt as recorded: the attempt's result without the Retry-After it carried, plus the wait chosen after it. */
@@ -52,6 +53,8 @@ export interface NewDelivery {
   url?: string;
   /** Set when fan-out already knows no attempt must be made (a paused installation). */
   skipReason?: string;
+  /** Kept unattempted until its installation, paused by the platform, is resumed. */
+  held?: true;
   replayOf?: string;
 }
 
@@ -110,4 +113,53 @@ export interface DeliveryFilter {
 export interface PageCursor {
   createdAt: number;
   id: string;
+}
+
+/*
+ * Background operations over many deliveries of one installation: the release of what was
+ * held while the platform paused it, and bulk replays of failed deliveries. Each is a
+ * workflow (durable, in the Temporal UI) writing its progress to the log, which the API
+ * reads (GET /v1/operations/:id).
+ */
+
+export const OPERATION_KINDS = ['release_held', 'replay_failed'] as const;
+export type OperationKind = (typeof OPERATION_KINDS)[number];
+
+export interface OperationRequest {
+  id: string;
+  kind: OperationKind;
+  organizationId: string;
+  installationId: string;
+  /** release_held: deliver (in order of ingest) or drop what was held. */
+  held?: 'deliver' | 'drop';
+  /**
+   * replay_failed: the failed deliveries recorded in this range (ms since 1970, inclusive);
+   * release_held with `since`: those replayed too, after the release (what failed since the trouble began).
+   */
+  since?: number;
+  until?: number;
+}
+
+/** What an operation does, in order: a release of what was held, a replay of what failed, or both. */
+export type OperationPhase = 'release' | 'replay';
+export function operationPhases(request: OperationRequest): OperationPhase[] {
+  if (request.kind === 'replay_failed') return ['replay'];
+  return request.since === undefined ? ['release'] : ['release', 'replay'];
+}
+
+export interface Operation {
+  id: string;
+  kind: OperationKind;
+  installationId: string;
+  status: 'running' | 'done' | 'cancelled';
+  /** Deliveries it will handle, counted when it began. */
+  total: number;
+  done: number;
+  /** Those it could not handle (purged since it began). */
+  failed: number;
+  left: number;
+  request: Pick<OperationRequest, 'held' | 'since' | 'until'>;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt?: string;
 }

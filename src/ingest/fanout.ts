@@ -1,7 +1,7 @@
 import { deliveryId } from '../ids';
 import { WEBHOOK_INTEGRATION } from '../installations/webhook';
 import { eventTargets, serializePayload, type IngestedEvent } from '../webhooks/events';
-import type { InstallationSummary } from '../installations/types';
+import { whilePaused, type InstallationSummary } from '../installations/types';
 import type { NewDelivery } from '../delivery-log/types';
 
 /** An organization-wide installation hears every event of the organization; others only their own space or site. */
@@ -15,7 +15,8 @@ function reaches(installation: InstallationSummary, event: IngestedEvent): boole
 /**
  * One delivery per installation of the event's organization that it reaches and that takes
  * its type: a webhook that selected it, or an integration whose code handles it and whose
- * scopes allow it. Active ones get attempts, paused ones a `skipped` record. A flush reads
+ * scopes allow it. Active ones get attempts; paused ones a `held` record when the platform
+ * paused them (their receiver failing), a `skipped` one when a member did. A flush reads
  * the installations of all its events' organizations at once: the organization is checked
  * here, per event, so that no event reaches another tenant's installation.
  */
@@ -37,6 +38,6 @@ export function planDeliveries(event: IngestedEvent, eventId: string, installati
       eventType: event.type,
       body: serializePayload(event, eventId, installation.id, installation.integration !== WEBHOOK_INTEGRATION),
       url: installation.url,
-      skipReason: installation.status === 'paused' ? 'installation_paused' : undefined,
+      ...whilePaused(installation),
     }));
 }

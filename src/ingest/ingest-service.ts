@@ -8,7 +8,7 @@ import type { IngestedEvent } from '../webhooks/events';
 import type { ShardItem } from '../workflows/shard-contract';
 import { planDeliveries } from './fanout';
 import { GroupCommit } from '../group-commit';
-import { deliveriesFinished, eventsIngested, reasonLabel } from '../metrics';
+import { deliveriesFinished, deliveriesHeld, eventsIngested, reasonLabel } from '../metrics';
 import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
 import { inSpan, linksTo, traceparentOf, tracer } from '../tracing';
 import { settleAll } from '../settle-all';
@@ -147,6 +147,7 @@ export class IngestService {
       const trace = traces.get(record.eventId);
       for (const delivery of planned.get(record.eventId)!.deliveries) {
         if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType, reason: reasonLabel(delivery.skipReason) });
+        else if (delivery.held) deliveriesHeld.inc({ event_type: delivery.eventType });
         else handOver.push({ id: delivery.id, eventId: record.eventId, installationId: delivery.installationId, createdAt: now, ...(trace && { trace }) });
       }
     }

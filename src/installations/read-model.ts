@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Encryption } from '../encryption';
 import { maskCredentials } from './configuration';
 import type { InstallationsTable, Schema } from '../delivery-log/schema';
-import { LISTED_INSTALLATION_STATUSES, type InstallationProjection, type InstallationStatus, type InstallationSummary, type SigningSecret } from './types';
+import { LISTED_INSTALLATION_STATUSES, type InstallationPause, type InstallationProjection, type InstallationStatus, type InstallationSummary, type SigningSecret } from './types';
 
 /**
  * The installations' read model in the log's database. Each installation workflow writes
@@ -40,6 +40,7 @@ export class InstallationIndex {
       revision: installation.revision,
       created_at: Date.parse(installation.createdAt),
       updated_at: Date.parse(installation.updatedAt),
+      pause: installation.pause ? JSON.stringify(installation.pause) : null,
     };
     await this.db
       .insertInto('installations')
@@ -58,6 +59,7 @@ export class InstallationIndex {
             scopes: eb.ref('excluded.scopes'),
             revision: eb.ref('excluded.revision'),
             updated_at: eb.ref('excluded.updated_at'),
+            pause: eb.ref('excluded.pause'),
           }))
           .where('installations.revision', '<', (eb) => eb.ref('excluded.revision')),
       )
@@ -128,5 +130,6 @@ function summaryOf(row: Selectable<InstallationsTable>): InstallationSummary {
     ...(row.url !== null && { url: row.url }),
     createdAt: new Date(row.created_at).toISOString(),
     revision: row.revision,
+    ...(row.pause !== null && { pause: JSON.parse(row.pause) as InstallationPause }),
   };
 }

@@ -1,4 +1,4 @@
-import type { WebhookEventType } from '../webhooks/events';
+import { OPERATIONAL_EVENT_TYPES, WEBHOOK_EVENT_TYPES, type SelectableEventType } from '../webhooks/event-types';
 import { targetKind, type Target } from './target';
 import { checkPatch, missingRequired, type Configuration, type FieldIssue } from './configuration';
 import type { ConfigurationSchema } from '../manifest/types';
@@ -19,28 +19,43 @@ const webhookConfiguration: ConfigurationSchema = {
       enum: ['platform', 'standard'],
       default: 'platform',
     },
+    installation_paused: { type: 'boolean', title: 'Installations paused', description: 'An installation of the organization was paused (by a member, or by the platform: its receiver failing or gone).', default: false },
+    installation_resumed: { type: 'boolean', title: 'Installations resumed', default: false },
+    auto_pause: { type: 'boolean', title: 'Pause when the receiver keeps failing', description: 'Paused by the platform once every delivery has failed for auto_pause_after_hours (and at least 20 in a row), or at once on 410 Gone; new events are then held.', default: true },
+    auto_pause_after_hours: { type: 'number', title: 'Hours of failures before the pause', default: 24 },
   },
   required: ['webhook_url'],
 };
 
 export const webhookConfigurations = { account: webhookConfiguration, site: webhookConfiguration };
 
-/** Which events an installation may select depends on its target (SPEC.md). */
-export function selectableEvents(target: Target): WebhookEventType[] {
+/** Which events an installation may select depends on its target (SPEC.md); the operational ones, the whole organization's. */
+export function selectableEvents(target: Target): SelectableEventType[] {
   switch (targetKind(target)) {
     case 'space':
       return ['space_content_updated'];
     case 'site':
       return ['site_view', 'page_feedback'];
     case 'organization':
-      return ['space_content_updated', 'site_view', 'page_feedback'];
+      return ['space_content_updated', 'site_view', 'page_feedback', ...OPERATIONAL_EVENT_TYPES];
   }
+}
+
+/** Failed deliveries in a row the platform waits for, at least, before it pauses an installation. */
+export const AUTO_PAUSE_MIN_FAILURES = 20;
+const HOUR_MS = 60 * 60 * 1000;
+
+/** How long every delivery must have failed before the platform pauses the installation; undefined when it never does. */
+export function autoPauseAfterMs(configuration: Configuration): number | undefined {
+  if (configuration.auto_pause === false) return undefined;
+  const hours = configuration.auto_pause_after_hours;
+  return (typeof hours === 'number' ? hours : 24) * HOUR_MS;
 }
 
 /** Whether an installation's POSTs carry the Standard Webhooks headers too. */
 export const signsStandard = (configuration: Configuration): boolean => configuration.signature_headers === 'standard';
 
-export function selectedEvents(target: Target, configuration: Configuration): WebhookEventType[] {
+export function selectedEvents(target: Target, configuration: Configuration): SelectableEventType[] {
   return selectableEvents(target).filter((type) => configuration[type] === true);
 }
 
@@ -61,11 +76,13 @@ function checkUrlSyntax(value: unknown): string | undefined {
 export function checkWebhookPatch(target: Target, patch: Configuration): FieldIssue[] {
   const issues = checkPatch(webhookConfiguration, patch);
   const allowed = selectableEvents(target);
-  for (const type of ['space_content_updated', 'site_view', 'page_feedback'] as const) {
+  for (const type of [...WEBHOOK_EVENT_TYPES, ...OPERATIONAL_EVENT_TYPES]) {
     if (patch[type] === true && !allowed.includes(type)) {
       issues.push({ field: type, message: `cannot be selected in a ${targetKind(target)} installation; selectable: ${allowed.join(', ')}` });
     }
   }
+  const hours = patch.auto_pause_after_hours;
+  if (typeof hours === 'number' && (hours < 0 || hours > 24 * 365)) issues.push({ field: 'auto_pause_after_hours', message: 'must be between 0 and 8760 (a year)' });
   const urlIssue = checkUrlSyntax(patch.webhook_url);
   if (urlIssue) issues.push({ field: 'webhook_url', message: urlIssue });
   return issues;

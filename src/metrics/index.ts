@@ -12,7 +12,7 @@ export const eventsIngested = new Counter({ name: 'platform_events_ingested_tota
 export const ingestUnavailable = new Counter({ name: 'platform_ingest_unavailable_total', help: 'Ingest answers of 503: the engine or the log did not take the event in time', registers: [registry] });
 export const deliveriesFinished = new Counter({
   name: 'platform_deliveries_total',
-  help: 'Deliveries that reached a final state, by status, event type and reason (empty when the receiver decided; installation_paused, installation_deleted, event_not_selected, platform_error)',
+  help: 'Deliveries that reached a final state, by status, event type and reason (empty when the receiver decided; installation_paused, installation_deleted, event_not_selected, held_dropped, platform_error)',
   labelNames: ['status', 'event_type', 'reason'],
   registers: [registry],
 });
@@ -34,6 +34,13 @@ export const attemptsInterrupted = new Counter({
   name: 'platform_attempts_interrupted_total',
   help: 'Attempts whose answer was never seen, recorded interrupted: cut off by a stopping worker past its drain (stopped), or found started and unrecorded after a worker died (died); the receiver may have had them, and sees the retry too',
   labelNames: ['cause'],
+  registers: [registry],
+});
+export const deliveriesHeld = new Counter({ name: 'platform_deliveries_held_total', help: 'Deliveries recorded held, by event type: for installations the platform paused (their receiver failing or gone), kept until a resume delivers or drops them', labelNames: ['event_type'], registers: [registry] });
+export const installationPauses = new Counter({
+  name: 'platform_installation_pauses_total',
+  help: 'Installations paused (by reason: member, receiver_failing, receiver_gone) and resumed (reason resumed)',
+  labelNames: ['reason'],
   registers: [registry],
 });
 export const retriesScheduled = new Counter({ name: 'platform_retries_scheduled_total', help: 'Attempts that ended in a retry wait', registers: [registry] });

@@ -10,6 +10,8 @@ import { InstallationIndex } from '../installations/read-model';
 import { DirectoryIndex } from '../delivery-log/directory-index';
 import { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { AssetStore } from '../delivery-log/asset-store';
+import { OperationRecords } from '../delivery-log/operation-records';
+import { ReceiverHealthReads } from '../delivery-log/receiver-health';
 import { trackPendingRetries } from '../metrics';
 import type { Logger } from '../logger';
 
@@ -38,6 +40,8 @@ export interface PlatformStores {
   directory: DirectoryIndex;
   integrationLogs: IntegrationLogStore;
   assets: AssetStore;
+  operations: OperationRecords;
+  health: ReceiverHealthReads;
   close(): Promise<void>;
 }
 
@@ -59,6 +63,8 @@ export async function openStores(options: StoreOptions): Promise<PlatformStores>
     directory: new DirectoryIndex(database.db),
     integrationLogs: new IntegrationLogStore(database.db),
     assets: new AssetStore(database.db),
+    operations: new OperationRecords(database.db),
+    health: new ReceiverHealthReads(database.db),
     close: () => database.close(),
   };
 }

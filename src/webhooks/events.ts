@@ -1,9 +1,9 @@
 import type { JSONSchemaType, SchemaObject } from 'ajv';
 import { EVENT_ID_PATTERN } from '../ids';
 
-/** The webhook event types of SPEC.md's Events section. */
-export const WEBHOOK_EVENT_TYPES = ['space_content_updated', 'site_view', 'page_feedback'] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './event-types';
+export * from './event-types';
+
 /** Runtime events (SPEC.md) the platform fires from outside, through ingest. */
 export const RUNTIME_EVENT_TYPES = ['space_view', 'space_content_updated', 'space_visibility_updated', 'space_gitsync_started', 'space_gitsync_completed'] as const;
 /** Every type ingest takes. */

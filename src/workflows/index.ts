@@ -5,3 +5,4 @@ export { retentionWorkflow } from './retention';
 export { strandedDeliveriesWorkflow } from './stranded';
 export { integrationWorkflow, integrationVersionWorkflow, registryWorkflow } from './integration';
 export { rolloutWorkflow } from './rollout';
+export { operationWorkflow } from './operation';

@@ -7,8 +7,12 @@ import { deliverableEvents } from '../installations/event-scopes';
 import { HistoryBudget } from './continue-as-new';
 import { invalid, notFound } from '../contracts/failures';
 import type { createActivities, PlatformEvent } from '../activities';
-import type { InstallationProjection, InstallationStatus, SigningSecret } from '../installations/types';
-import { configureUpdate, deleteUpdate, installationQuery, moveToVersionUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, type InstallationView } from '../contracts/installation';
+import { holdsEvents, type InstallationPause, type InstallationProjection, type InstallationStatus, type SigningSecret } from '../installations/types';
+import { configureUpdate, deleteUpdate, installationQuery, moveToVersionUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, type InstallationView, type ResumeAnswer } from '../contracts/installation';
+import { operationWorkflowId } from '../contracts/operation';
+import type { OperationRequest } from '../delivery-log/types';
+import type { OperationalEvent } from '../installations/operational-events';
+import { operationWorkflow } from './operation';
 
 /** A rotated-out secret stays valid this long, and is signed with meanwhile (DESIGN.md §3). */
 export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -20,7 +24,7 @@ export const ROTATED_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
 export const MAX_ROTATED_SECRETS = 5;
 
 /** The read model's write and the installation's own events: short, local, retried until the database takes them. */
-const { saveInstallation, dispatchInstallationEvents } = wf.proxyLocalActivities<ReturnType<typeof createActivities>>({
+const { saveInstallation, dispatchInstallationEvents, announceOperational } = wf.proxyLocalActivities<ReturnType<typeof createActivities>>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
 });
@@ -47,6 +51,8 @@ export interface InstallationState {
   spaceAnnounced?: boolean;
   /** Kept on its version by a member: a new version does not move it. */
   pinned?: boolean;
+  /** Why and since when it is paused (absent for pauses from before reasons: a member's). */
+  pause?: InstallationPause;
 }
 
 export interface NewInstallation {
@@ -88,7 +94,7 @@ function statusOf(state: InstallationState): InstallationStatus {
 
 function view(state: InstallationState): InstallationView {
   const { id, integration, version, target, configuration, createdAt, updatedAt } = state;
-  return { id, integration, version, ...(state.pinned && { pinned: true }), target, status: statusOf(state), configuration: maskCredentials(configuration), createdAt, updatedAt };
+  return { id, integration, version, ...(state.pinned && { pinned: true }), target, status: statusOf(state), ...(state.paused && state.pause && { pause: state.pause }), configuration: maskCredentials(configuration), createdAt, updatedAt };
 }
 
 function projection(state: InstallationState): InstallationProjection {
@@ -108,6 +114,7 @@ function projection(state: InstallationState): InstallationProjection {
     updatedAt: state.updatedAt,
     revision: state.revision,
     signingSecrets: state.signingSecrets,
+    ...(state.paused && state.pause && { pause: state.pause }),
   };
 }
 
@@ -172,21 +179,62 @@ export async function installationWorkflow(state: InstallationState, historyLimi
       },
     },
   );
-  const flags = [
-    [pauseUpdate, () => (state.paused = true)],
-    [resumeUpdate, () => (state.paused = false)],
-    [deleteUpdate, () => (state.deleted = true)],
-  ] as const;
-  for (const [update, apply] of flags) {
-    wf.setHandler(
-      update,
-      () => {
-        apply();
-        return changed();
-      },
-      { validator: notDeleted },
-    );
+  /** The organization's webhook installations that select it hear of a pause or a resume (runs from before them replay without). */
+  async function announce(type: OperationalEvent['type']): Promise<void> {
+    if (!wf.patched('operational-events')) return;
+    const { id, integration, target } = state;
+    const url = typeof state.configuration.webhook_url === 'string' ? state.configuration.webhook_url : undefined;
+    const installation = { id, integration, ...(url && { url }), status: statusOf(state), ...(state.pause && { pause: state.pause }), ...(type === 'installation_resumed' && { resumedAt: state.updatedAt }) };
+    await announceOperational({ type, eventId: `evt_${type === 'installation_paused' ? 'paused' : 'resumed'}_${id}_${state.revision}`, organizationId: target.org, installation });
   }
+  wf.setHandler(
+    pauseUpdate,
+    async (request) => {
+      // The platform pauses once: its later findings change nothing of a pause in place, a member's or its own.
+      if (request && state.paused) return view(state);
+      state.paused = true;
+      state.pause = { reason: request?.reason ?? 'member', at: new Date().toISOString(), ...(request && { troubleSince: request.troubleSince }) };
+      const answer = await changed();
+      await announce('installation_paused');
+      return answer;
+    },
+    { validator: (_request) => notDeleted() },
+  );
+  wf.setHandler(
+    resumeUpdate,
+    async (request) => {
+      const pause = state.paused && holdsEvents(state.pause) ? state.pause : undefined;
+      state.paused = false;
+      state.pause = undefined;
+      const answer: ResumeAnswer = await changed();
+      // What was held goes out (or is dropped) in the background: a workflow of its own, which outlives this run.
+      if (pause) {
+        const operation = `op_release_${state.id}_${state.revision}`;
+        // What failed from the trouble's beginning up to the pause (those held since are released, not replayed).
+        const replay = request?.replayFailed && pause.troubleSince ? { since: Date.parse(pause.troubleSince), until: Date.parse(pause.at) } : {};
+        const release: OperationRequest = { id: operation, kind: 'release_held', organizationId: state.target.org, installationId: state.id, held: request?.held ?? 'deliver', ...replay };
+        await wf.startChild(operationWorkflow, { workflowId: operationWorkflowId(operation), args: [release], parentClosePolicy: wf.ParentClosePolicy.ABANDON });
+        answer.operation = operation;
+      }
+      await announce('installation_resumed');
+      return answer;
+    },
+    {
+      validator: (request) => {
+        notDeleted();
+        if (request?.held !== undefined && request.held !== 'deliver' && request.held !== 'drop') throw invalid('invalid resume', [{ field: 'held', message: 'must be deliver or drop' }]);
+        if (request?.replayFailed !== undefined && typeof request.replayFailed !== 'boolean') throw invalid('invalid resume', [{ field: 'replayFailed', message: 'must be a boolean' }]);
+      },
+    },
+  );
+  wf.setHandler(
+    deleteUpdate,
+    () => {
+      state.deleted = true;
+      return changed();
+    },
+    { validator: notDeleted },
+  );
   wf.setHandler(
     moveToVersionUpdate,
     async (change, move) => {

@@ -179,7 +179,7 @@ export class TestPlatform {
   }
 
   /** An active webhook installation pointing at `url`. */
-  async webhook(token: string, target: { org: string; space?: string; site?: string }, url: string, events: Record<string, boolean>) {
+  async webhook(token: string, target: { org: string; space?: string; site?: string }, url: string, events: Record<string, boolean | number | string>) {
     const answer = await this.http('POST', '/v1/integrations/webhook/installations', { token, body: { target, configuration: { webhook_url: url, ...events } } });
     if (answer.status !== 201) throw new Error(`install: ${answer.status} ${JSON.stringify(answer.body)}`);
     const secret = await this.http('GET', `/v1/installations/${answer.body.id}/signing-secret`, { token });
@@ -213,6 +213,14 @@ export class TestPlatform {
       const answer = await this.http('GET', `/v1/deliveries/${encodeURIComponent(id)}`, { token });
       return answer.status === 200 && answer.body.status !== 'pending' ? answer.body : undefined;
     }, timeoutMs, `delivery ${id} to finish`);
+  }
+
+  /** A background operation once it has ended (done or cancelled). */
+  async operationDone(id: string, token: string, timeoutMs = 60_000): Promise<any> {
+    return waitFor(async () => {
+      const answer = await this.http('GET', `/v1/operations/${encodeURIComponent(id)}`, { token });
+      return answer.status === 200 && answer.body.status !== 'running' ? answer.body : undefined;
+    }, timeoutMs, `operation ${id} to end`);
   }
 }
 

@@ -5,7 +5,7 @@ import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
 import { installationService } from '../installation-service';
 import type { RouteTable } from '../route-table';
-import { bulkReplaySchema, deliverySchema, listOf } from '../schemas';
+import { bulkReplaySchema, deliverySchema, listOf, operationSchema } from '../schemas';
 import { checkListQuery, isoTime, TIME_MESSAGE } from '../list-query';
 
 const STATUSES: readonly DeliveryStatus[] = DELIVERY_STATUSES;
@@ -86,18 +86,34 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
     {
       method: 'post',
       path: '/v1/deliveries/replay',
-      summary: 'Replay every failed delivery of an installation in a time range (one replay per event)',
+      summary: 'Replay every failed delivery of an installation in a time range (one replay per event), in a background operation: answers its id and how many it will replay',
       access: 'member',
       body: bulkReplaySchema,
-      responses: { 202: { description: 'How many were replayed and their new ids' }, 404: { description: 'No such installation' }, 409: { description: 'The installation is paused' } },
+      responses: { 202: { description: 'The operation (GET /v1/operations/{id}) and how many it will replay', schema: { type: 'object', required: ['operation', 'count'], properties: { operation: { type: 'string' }, count: { type: 'integer' } } } }, 404: { description: 'No such installation' }, 409: { description: 'The installation is paused' } },
     },
     async ({ caller, body }) => {
       const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && isoTime(body[field]!) === undefined).map((field) => ({ field, message: TIME_MESSAGE }));
       if (details.length) throw badRequest('invalid time range', details);
       const installation = await replayTarget(caller, body.installation);
       const time = (value?: string) => (value === undefined ? undefined : isoTime(value));
-      const ids = await store.replayFailed({ orgs: [installation.target.org], installation: installation.id, since: time(body.since), until: time(body.until) });
-      return { status: 202, body: { count: ids.length, ids } };
+      const { id, total } = await deps.operations.replayFailed({ organizationId: installation.target.org, installationId: installation.id, since: time(body.since), until: time(body.until) });
+      return { status: 202, body: { operation: id, count: total } };
     },
+  );
+
+  routes.add(
+    { method: 'get', path: '/v1/operations/:id', summary: 'Read a background operation: its progress (done, failed, left) and status', access: 'member', responses: { 200: { description: 'The operation', schema: operationSchema }, 404: { description: 'Not found' } } },
+    async ({ caller, params }) => ({ status: 200, body: await deps.operations.get(caller, params.id!) }),
+  );
+
+  routes.add(
+    {
+      method: 'post',
+      path: '/v1/operations/:id/cancel',
+      summary: 'Cancel a running operation: it stops before its next page; what it did stays done',
+      access: 'member',
+      responses: { 202: { description: 'The operation as it was when asked', schema: operationSchema }, 404: { description: 'Not found' } },
+    },
+    async ({ caller, params }) => ({ status: 202, body: await deps.operations.cancel(caller, params.id!) }),
   );
 }

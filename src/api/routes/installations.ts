@@ -1,12 +1,14 @@
 import type { Configuration } from '../../installations/configuration';
 import { WEBHOOK_INTEGRATION } from '../../installations/webhook';
 import { type Target } from '../../installations/target';
-import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate } from '../../contracts/installation';
+import { configureUpdate, deleteUpdate, pauseUpdate, resumeUpdate, rotateSecretUpdate, type ResumeRequest } from '../../contracts/installation';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
 import { installationService, newSigningSecret } from '../installation-service';
 import type { RouteTable } from '../route-table';
-import { createInstallationSchema, installationSchema, listOf, secretSchema } from '../schemas';
+import { parse } from '../validation';
+import { installationPauses } from '../../metrics';
+import { createInstallationSchema, healthSchema, installationSchema, listOf, secretSchema } from '../schemas';
 
 /**
  * A configuration is settings (and an integration's OAuth credentials), not storage: each
@@ -14,6 +16,12 @@ import { createInstallationSchema, installationSchema, listOf, secretSchema } fr
  * written in a loop grew the data directory by 2.6 MB a round.
  */
 const CONFIGURATION_LIMIT = '64kb';
+
+const resumeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { held: { enum: ['deliver', 'drop'], description: 'What becomes of the events held while the platform paused it' }, replayFailed: { type: 'boolean', description: 'Also replay the deliveries that failed since the trouble began (once per event)' } },
+};
 
 export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
   const api = installationService(deps);
@@ -89,18 +97,48 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
   );
 
-  for (const [action, update, summary] of [
-    ['pause', pauseUpdate, 'Pause: events are recorded as skipped until resumed'],
-    ['resume', resumeUpdate, 'Resume a paused installation'],
-  ] as const) {
-    routes.add(
-      { method: 'post', path: `/v1/installations/:id/${action}`, summary, access: 'member', responses: { 200: { description: 'The installation', schema: installationSchema } } },
-      async ({ caller, params }) => {
-        await api.load(caller, params.id!);
-        return { status: 200, body: api.withUrls(await api.handle(params.id!).executeUpdate(update)) };
-      },
-    );
-  }
+  routes.add(
+    { method: 'post', path: '/v1/installations/:id/pause', summary: 'Pause: events are recorded as skipped until resumed', access: 'member', responses: { 200: { description: 'The installation', schema: installationSchema } } },
+    async ({ caller, params }) => {
+      await api.load(caller, params.id!);
+      const paused = await api.handle(params.id!).executeUpdate(pauseUpdate, { args: [undefined] });
+      installationPauses.inc({ reason: 'member' });
+      return { status: 200, body: api.withUrls(paused) };
+    },
+  );
+
+  routes.add<ResumeRequest>(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/resume',
+      summary: 'Resume a paused installation. One the platform paused held its new events: `held` delivers them in order of ingest (the default) or drops them, and `replayFailed` replays what failed from the trouble’s beginning to the pause, in a background operation the answer names',
+      access: 'member',
+      body: resumeSchema,
+      // The body is optional: a resume as before, with none, delivers what was held.
+      parseBody: (raw) => (raw === undefined ? {} : parse<ResumeRequest>(resumeSchema, raw)),
+      responses: { 200: { description: 'The installation, with the operation releasing what was held', schema: { ...installationSchema, properties: { ...installationSchema.properties, operation: { type: 'string' } } } } },
+    },
+    async ({ caller, params, body }) => {
+      await api.load(caller, params.id!);
+      const resumed = await api.handle(params.id!).executeUpdate(resumeUpdate, { args: [{ ...(body?.held && { held: body.held }), ...(body?.replayFailed && { replayFailed: true }) }] });
+      installationPauses.inc({ reason: 'resumed' });
+      return { status: 200, body: api.withUrls(resumed) };
+    },
+  );
+
+  routes.add(
+    {
+      method: 'get',
+      path: '/v1/installations/:id/health',
+      summary: "The receiver's health: deliveries failed in a row and since when, the last success and failure, the last 24 h by status",
+      access: 'member',
+      responses: { 200: { description: 'Its health', schema: healthSchema }, 404: { description: 'Not found' } },
+    },
+    async ({ caller, params }) => {
+      const installation = await api.load(caller, params.id!);
+      return { status: 200, body: { ...(await deps.health.read(installation.id)), ...(installation.pause && { pause: installation.pause }) } };
+    },
+  );
 
   routes.add<{ version: number }>(
     {

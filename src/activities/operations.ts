@@ -1,0 +1,70 @@
+import { operationPhases, type OperationPhase, type OperationRequest, type PageCursor } from '../delivery-log/types';
+import type { DeliveryReads } from '../delivery-log/delivery-reads';
+import type { EventRecords } from '../delivery-log/event-records';
+import type { OperationRecords } from '../delivery-log/operation-records';
+import type { PendingDelivery } from '../delivery-log/rows';
+import type { Logger } from '../logger';
+
+/** Deliveries an operation's page takes. */
+export const OPERATION_PAGE = 200;
+
+export interface OperationDependencies {
+  operations: OperationRecords;
+  events: EventRecords;
+  deliveries: DeliveryReads;
+  ingest: { handOverRecorded(deliveries: PendingDelivery[]): Promise<void> };
+  logger: Logger;
+}
+
+/** A page's answer: where the next starts (none when this was the last). */
+export interface OperationPage {
+  handled: number;
+  next?: PageCursor | 'more';
+}
+
+/** The activities of background operations (see operationWorkflow): each page idempotent, so a retried one does nothing twice. */
+export function createOperationActivities(deps: OperationDependencies) {
+  /** Recorded is accepted: a hand-over that fails is left to the stranded sweep (1,000 a minute), not retried into a second record. */
+  const handOver = (deliveries: PendingDelivery[]) =>
+    deps.ingest.handOverRecorded(deliveries).catch((err: Error) => deps.logger.warn({ err: err.message, deliveries: deliveries.length }, 'an operation’s deliveries recorded but not handed over yet; the stranded sweep hands them over'));
+
+  return {
+    /** Counts what the operation will handle and records it; answers when it began (ms since 1970). */
+    async beginOperation(request: OperationRequest): Promise<number> {
+      const held = request.kind === 'release_held' ? await deps.operations.countHeld(request.installationId) : 0;
+      const failed = operationPhases(request).includes('replay') ? await deps.operations.countFailedEvents(request.installationId, request.since, request.until) : 0;
+      return deps.operations.begin(request, held + failed);
+    },
+
+    /**
+     * One page of a phase: held deliveries released in order of ingest (pending again and
+     * handed to their shards, or dropped), or failed deliveries replayed, once per event,
+     * newest first from `after`, recorded before `began` (not the operation's own replays).
+     */
+    async operationPage(request: OperationRequest, began: number, phase: OperationPhase, after?: PageCursor): Promise<OperationPage> {
+      if (phase === 'release') {
+        const released = await deps.operations.releaseHeld(request.installationId, request.held ?? 'deliver', OPERATION_PAGE);
+        if (request.held !== 'drop' && released.length) await handOver(released);
+        await deps.operations.advance(request.id, released.length, 0);
+        return { handled: released.length, ...(released.length === OPERATION_PAGE && { next: 'more' as const }) };
+      }
+      const until = Math.min(request.until ?? Infinity, began - 1);
+      const page = await deps.deliveries.list({ orgs: [request.organizationId], installation: request.installationId, status: 'failed', since: request.since, until }, OPERATION_PAGE, after);
+      // Once per event: not one replayed already (by an earlier page, or this one run before), nor twice in the page.
+      const replayed = await deps.operations.replayedSince(request.installationId, [...new Set(page.items.map((delivery) => delivery.eventId))], began);
+      const originals = page.items.filter((delivery) => {
+        if (replayed.has(delivery.eventId)) return false;
+        replayed.add(delivery.eventId);
+        return true;
+      });
+      const replays = await deps.events.recordReplays(originals);
+      if (replays.length) await handOver(replays);
+      await deps.operations.advance(request.id, replays.length, originals.length - replays.length);
+      return { handled: originals.length, ...(page.next && { next: page.next }) };
+    },
+
+    async finishOperation(id: string, status: 'done' | 'cancelled'): Promise<void> {
+      await deps.operations.finish(id, status);
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Operation, OperationRequest } from './types';
+import type { OperationsTable, Schema } from './schema';
+import { PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
+
+/** Background operations' progress, and the held deliveries a release takes. */
+export class OperationRecords {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  /** Records the operation with what it will handle; a second call (its activity retried) keeps the first. Answers when it began (ms since 1970). */
+  async begin(request: OperationRequest, total: number, now = Date.now()): Promise<number> {
+    const { held, since, until } = request;
+    await this.db
+      .insertInto('operations')
+      .values({ id: request.id, kind: request.kind, organization_id: request.organizationId, installation_id: request.installationId, status: 'running', total, done: 0, failed: 0, request: JSON.stringify({ held, since, until }), created_at: now, updated_at: now, finished_at: null })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    const row = await this.db.selectFrom('operations').select('created_at').where('id', '=', request.id).executeTakeFirstOrThrow();
+    return Number(row.created_at);
+  }
+
+  async advance(id: string, done: number, failed: number, now = Date.now()): Promise<void> {
+    await this.db
+      .updateTable('operations')
+      .set({ done: sql<number>`done + ${done}`, failed: sql<number>`failed + ${failed}`, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async finish(id: string, status: 'done' | 'cancelled', now = Date.now()): Promise<void> {
+    await this.db.updateTable('operations').set({ status, updated_at: now, finished_at: now }).where('id', '=', id).where('status', '=', 'running').execute();
+  }
+
+  async get(id: string): Promise<(Operation & { organizationId: string }) | undefined> {
+    const row = await this.db.selectFrom('operations').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && operationOf(row);
+  }
+
+  /** Deliveries held for the installation. */
+  async countHeld(installationId: string): Promise<number> {
+    const row = await this.db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('installation_id', '=', installationId).where('status', '=', 'held').executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /**
+   * The installation's first `limit` held deliveries in order of ingest, released: pending
+   * again (answered, to be handed to their shards in that order) or dropped (`skipped`,
+   * reason held_dropped). Only rows still held change, so a page run again releases nothing twice.
+   */
+  async releaseHeld(installationId: string, mode: 'deliver' | 'drop', limit: number, now = Date.now()): Promise<PendingDelivery[]> {
+    return this.db.transaction().execute(async (trx) => {
+      const held = await trx.selectFrom('deliveries').select('id').where('installation_id', '=', installationId).where('status', '=', 'held').orderBy('created_at').orderBy('id').limit(limit).execute();
+      if (held.length === 0) return [];
+      const change = mode === 'deliver' ? { status: 'pending', updated_at: now } : { status: 'skipped', reason: 'held_dropped', updated_at: now, completed_at: now };
+      const released = await trx
+        .updateTable('deliveries')
+        .set(change)
+        .where('id', 'in', held.map((row) => row.id))
+        .where('status', '=', 'held')
+        .returning([...PENDING_COLUMNS])
+        .execute();
+      return released.map(pendingDelivery).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    });
+  }
+
+  /** Events with failed deliveries of the installation in the range: what a bulk replay will replay (once per event). */
+  async countFailedEvents(installationId: string, since?: number, until?: number): Promise<number> {
+    const row = await this.db
+      .selectFrom('deliveries')
+      .select(sql<number>`count(distinct event_id)`.as('n'))
+      .where('installation_id', '=', installationId)
+      .where('status', '=', 'failed')
+      .$if(since !== undefined, (q) => q.where('created_at', '>=', since!))
+      .$if(until !== undefined, (q) => q.where('created_at', '<=', until!))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Of these events, those the operation (begun at `since`) replayed already for the installation: a page run again replays nothing twice. */
+  async replayedSince(installationId: string, eventIds: string[], since: number): Promise<Set<string>> {
+    if (eventIds.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('deliveries')
+      .select('event_id')
+      .where('installation_id', '=', installationId)
+      .where('event_id', 'in', eventIds)
+      .where('replay_of', 'is not', null)
+      .where('created_at', '>=', since)
+      .execute();
+    return new Set(rows.map((row) => row.event_id));
+  }
+}
+
+function operationOf(row: Selectable<OperationsTable>): Operation & { organizationId: string } {
+  const time = (ms: number) => new Date(Number(ms)).toISOString();
+  return {
+    id: row.id,
+    kind: row.kind as Operation['kind'],
+    organizationId: row.organization_id,
+    installationId: row.installation_id,
+    status: row.status as Operation['status'],
+    total: row.total,
+    done: row.done,
+    failed: row.failed,
+    left: Math.max(0, row.total - row.done - row.failed),
+    request: JSON.parse(row.request) as Operation['request'],
+    createdAt: time(row.created_at),
+    updatedAt: time(row.updated_at),
+    ...(row.finished_at !== null && { finishedAt: time(row.finished_at) }),
+  };
+}

@@ -1,0 +1,108 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Schema } from './schema';
+import type { DeliveryOutcome } from './types';
+
+/** An installation whose receiver failed deliveries in a write: where its failures in a row stand after it. */
+export interface HealthChange {
+  installationId: string;
+  consecutiveFailures: number;
+  /** When the first of them was recorded (ms since 1970): a replay of what failed since starts there. */
+  failingSince: number;
+  /** A delivery of the write failed on 410 Gone. */
+  gone: boolean;
+}
+
+/** What the API shows of a receiver's health. */
+export interface ReceiverHealth {
+  consecutiveFailures: number;
+  failingSince?: string;
+  lastSuccessAt?: string;
+  lastFailure?: { at: string; statusCode?: number; error?: string };
+  /** Deliveries recorded in the last 24 h, by status, and the share delivered of those finished by a receiver's answer. */
+  last24h: { delivered: number; failed: number; pending: number; held: number; successRate: number | null };
+}
+
+/** A delivery the receiver's answers finished: delivered, or failed with an attempt (not failed by a pause or a deletion). */
+const judgedByReceiver = (outcome: DeliveryOutcome) => outcome.status === 'delivered' || (outcome.status === 'failed' && outcome.attempt !== undefined);
+
+/**
+ * Counts finished deliveries into their installations' health, in the transaction that
+ * records them; `finished` are those this write finished (a batch run again finishes
+ * nothing twice), in the order they ended. Answers where the installations with failures
+ * in this write stand.
+ */
+export async function recordHealth(trx: Transaction<Schema>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
+  const byInstallation = new Map<string, { createdAt: number; outcome: DeliveryOutcome }[]>();
+  for (const { installationId, createdAt, outcome } of finished) {
+    if (judgedByReceiver(outcome)) byInstallation.set(installationId, [...(byInstallation.get(installationId) ?? []), { createdAt, outcome }]);
+  }
+  const changes: HealthChange[] = [];
+  for (const [installationId, outcomes] of byInstallation) {
+    // Only the failures after the write's last success continue (or start) the run.
+    const lastSuccess = outcomes.map(({ outcome }) => outcome.status).lastIndexOf('delivered');
+    const failures = outcomes.slice(lastSuccess + 1);
+    const last = failures.at(-1)?.outcome.attempt;
+    const firstFailedAt = failures.length ? Math.min(...failures.map((failure) => failure.createdAt)) : null;
+    const reset = lastSuccess >= 0;
+    const row = await trx
+      .insertInto('installation_health')
+      .values({
+        installation_id: installationId,
+        consecutive_failures: failures.length,
+        failing_since: firstFailedAt,
+        last_success_at: reset ? now : null,
+        last_failure_at: last ? now : null,
+        last_failure_status: last?.statusCode ?? null,
+        last_failure_error: last?.error ?? null,
+      })
+      .onConflict((oc) =>
+        oc.column('installation_id').doUpdateSet((eb) => ({
+          consecutive_failures: reset ? eb.ref('excluded.consecutive_failures') : sql<number>`installation_health.consecutive_failures + excluded.consecutive_failures`,
+          failing_since: reset ? eb.ref('excluded.failing_since') : sql<number | null>`coalesce(installation_health.failing_since, excluded.failing_since)`,
+          ...(reset && { last_success_at: eb.ref('excluded.last_success_at') }),
+          ...(last && { last_failure_at: eb.ref('excluded.last_failure_at'), last_failure_status: eb.ref('excluded.last_failure_status'), last_failure_error: eb.ref('excluded.last_failure_error') }),
+        })),
+      )
+      .returning(['consecutive_failures', 'failing_since'])
+      .executeTakeFirstOrThrow();
+    if (failures.length) changes.push({ installationId, consecutiveFailures: row.consecutive_failures, failingSince: Number(row.failing_since), gone: failures.some(({ outcome }) => outcome.attempt?.statusCode === 410) });
+  }
+  return changes;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Receivers' health as the API reads it. */
+export class ReceiverHealthReads {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  /** An installation's receiver health: its failures in a row, and its last day's deliveries (one range of the installation's index). */
+  read(installationId: string, now = Date.now()): Promise<ReceiverHealth> {
+    return readHealth(this.db, installationId, now);
+  }
+}
+
+async function readHealth(db: Kysely<Schema>, installationId: string, now: number): Promise<ReceiverHealth> {
+  const [row, counts] = await Promise.all([
+    db.selectFrom('installation_health').selectAll().where('installation_id', '=', installationId).executeTakeFirst(),
+    db
+      .selectFrom('deliveries')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('installation_id', '=', installationId)
+      .where('created_at', '>=', now - DAY_MS)
+      .groupBy('status')
+      .execute(),
+  ]);
+  const count = (status: string) => Number(counts.find((c) => c.status === status)?.n ?? 0);
+  const [delivered, failed] = [count('delivered'), count('failed')];
+  const time = (ms: number | null | undefined) => (ms === null || ms === undefined ? undefined : new Date(Number(ms)).toISOString());
+  return {
+    consecutiveFailures: row?.consecutive_failures ?? 0,
+    ...(row?.failing_since != null && { failingSince: time(row.failing_since) }),
+    ...(row?.last_success_at != null && { lastSuccessAt: time(row.last_success_at) }),
+    ...(row?.last_failure_at != null && {
+      lastFailure: { at: time(row.last_failure_at)!, ...(row.last_failure_status !== null && { statusCode: row.last_failure_status }), ...(row.last_failure_error !== null && { error: row.last_failure_error }) },
+    }),
+    last24h: { delivered, failed, pending: count('pending'), held: count('held'), successRate: delivered + failed ? delivered / (delivered + failed) : null },
+  };
+}
