@@ -27,6 +27,8 @@ function event(eventId: string, installations: string[], org = 'org-a'): NewEven
 for (const kind of ['sqlite', 'postgres'] as const) {
   describe(`the delivery log on ${kind}`, function () {
     let stores: PlatformStores;
+    /** A replay recorded alone: its id, or undefined for an original not in the log. */
+    const replayOf = async (original: Parameters<PlatformStores['events']['recordReplays']>[0][number]) => (await stores.events.recordReplays([original]))[0]?.id;
 
     before(async function () {
       stores = await openStores({ url: await testDatabaseUrl(kind, `log_${kind}`), encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test', temporalUiUrl: 'http://ui.example' });
@@ -207,7 +209,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       await stores.events.recordEvents([event('evt_old_1', ['ins_p']), event('evt_old_pending', ['ins_p']), event('evt_old_replayed', ['ins_p']), event('evt_old_none', [])], old);
       const delivered = (id: string) => ({ id, status: 'delivered' as const, attempt: { attempt: 1, startedAt: new Date(old).toISOString(), durationMs: 1, url: 'https://e.example', statusCode: 200 } });
       await stores.attempts.recordOutcomes([delivered('evt_old_1:ins_p'), delivered('evt_old_replayed:ins_p')], run);
-      assert.equal(await stores.events.recordReplay({ id: 'evt_old_replayed:ins_p', eventId: 'evt_old_replayed', installationId: 'ins_p', organizationId: 'org-a', eventType: 'space_content_updated' }), 'evt_old_replayed:ins_p:replay-1');
+      assert.equal(await replayOf({ id: 'evt_old_replayed:ins_p', eventId: 'evt_old_replayed', installationId: 'ins_p', organizationId: 'org-a', eventType: 'space_content_updated' }), 'evt_old_replayed:ins_p:replay-1');
       await stores.events.recordEvents([event('evt_recent', ['ins_p'])]);
       const before = Date.now() - 30 * 86_400_000;
       // A step takes at most `limit` rows of each table: a delivery (with its attempt) and an event record.
@@ -225,14 +227,28 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.deepEqual(['evt_old_1', 'evt_old_none', 'evt_old_pending', 'evt_old_replayed'].map((id) => fresh.get(id)!.fresh), [true, true, false, false], 'an eventId stays taken while a delivery of it is left');
     });
 
+    it('counts a receiver’s failures in a row with the outcomes that finish them: once, whatever is written again; a success starts over', async function () {
+      await stores.events.recordEvents([event('evt_h1', ['ins_h']), event('evt_h2', ['ins_h']), event('evt_h3', ['ins_h'])]);
+      const outcome = (id: string, statusCode: number) => ({ id, status: statusCode === 200 ? ('delivered' as const) : ('failed' as const), attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 1, url: 'https://e.example', statusCode } });
+      const first = await stores.attempts.recordOutcomes([outcome('evt_h1:ins_h', 400), outcome('evt_h2:ins_h', 410)], run);
+      assert.deepEqual(first.map((change) => [change.installationId, change.consecutiveFailures, change.gone]), [['ins_h', 2, true]]);
+      assert.deepEqual(await stores.attempts.recordOutcomes([outcome('evt_h1:ins_h', 400)], run), [], 'written again: finished already, not counted again');
+      assert.equal((await stores.health.read('ins_h')).consecutiveFailures, 2);
+      await stores.attempts.recordOutcomes([outcome('evt_h3:ins_h', 200)], run);
+      const health = await stores.health.read('ins_h');
+      assert.deepEqual([health.consecutiveFailures, health.failingSince, health.lastFailure?.statusCode], [0, undefined, 410]);
+      assert.ok(health.lastSuccessAt);
+      assert.deepEqual(health.last24h, { delivered: 1, failed: 2, pending: 0, held: 0, successRate: 1 / 3 });
+    });
+
     it('numbers replays on from the last one recorded, of the original or of a replay, and answers nothing for an original purged meanwhile', async function () {
       await stores.events.recordEvents([event('evt_rn', ['ins_rn'])]);
       const original = { id: 'evt_rn:ins_rn', eventId: 'evt_rn', installationId: 'ins_rn', organizationId: 'org-a', eventType: 'space_content_updated' };
-      const first = await Promise.all([1, 2, 3].map(() => stores.events.recordReplay(original)));
+      const first = await Promise.all([1, 2, 3].map(() => replayOf(original)));
       assert.deepEqual([...first].sort(), ['evt_rn:ins_rn:replay-1', 'evt_rn:ins_rn:replay-2', 'evt_rn:ins_rn:replay-3'], 'concurrent replays each get a number of their own');
-      assert.equal(await stores.events.recordReplay({ ...original, id: 'evt_rn:ins_rn:replay-2' }), 'evt_rn:ins_rn:replay-4');
+      assert.equal(await replayOf({ ...original, id: 'evt_rn:ins_rn:replay-2' }), 'evt_rn:ins_rn:replay-4');
       assert.equal((await stores.deliveries.get('evt_rn:ins_rn:replay-4'))?.replayOf, 'evt_rn:ins_rn:replay-2');
-      assert.equal(await stores.events.recordReplay({ ...original, id: 'evt_rn:ins_gone' }), undefined);
+      assert.equal(await replayOf({ ...original, id: 'evt_rn:ins_gone' }), undefined);
     });
 
     it('quarantines deliveries recorded for another organization than their event’s (before the fan-out fix), with their replays and attempts', async function () {
@@ -241,7 +257,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       leaked.deliveries.push({ ...event('evt_leaked', ['ins_b1'], 'org-b').deliveries[0]! });
       await stores.events.recordEvents([leaked, event('evt_own_b', ['ins_b1'], 'org-b')]);
       await stores.attempts.recordOutcomes([{ id: 'evt_leaked:ins_b1', status: 'delivered', attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 3, url: 'https://example.com/hook', statusCode: 200 } }], run);
-      assert.equal(await stores.events.recordReplay({ id: 'evt_leaked:ins_b1', eventId: 'evt_leaked', installationId: 'ins_b1', organizationId: 'org-b', eventType: 'space_content_updated' }), 'evt_leaked:ins_b1:replay-1');
+      assert.equal(await replayOf({ id: 'evt_leaked:ins_b1', eventId: 'evt_leaked', installationId: 'ins_b1', organizationId: 'org-b', eventType: 'space_content_updated' }), 'evt_leaked:ins_b1:replay-1');
 
       await quarantineCrossTenantDeliveries(stores.db);
       await quarantineCrossTenantDeliveries(stores.db); // as a migration run again after a crash

@@ -6,7 +6,7 @@ import type { PendingDelivery } from '../delivery-log/rows';
 import type { Logger } from '../logger';
 
 /** Deliveries an operation's page takes. */
-export const OPERATION_PAGE = 200;
+export const OPERATION_PAGE = 500;
 
 export interface OperationDependencies {
   operations: OperationRecords;
@@ -43,9 +43,8 @@ export function createOperationActivities(deps: OperationDependencies) {
      */
     async operationPage(request: OperationRequest, began: number, phase: OperationPhase, after?: PageCursor): Promise<OperationPage> {
       if (phase === 'release') {
-        const released = await deps.operations.releaseHeld(request.installationId, request.held ?? 'deliver', OPERATION_PAGE);
+        const released = await deps.operations.releaseHeld(request.id, request.installationId, request.held ?? 'deliver', OPERATION_PAGE);
         if (request.held !== 'drop' && released.length) await handOver(released);
-        await deps.operations.advance(request.id, released.length, 0);
         return { handled: released.length, ...(released.length === OPERATION_PAGE && { next: 'more' as const }) };
       }
       const until = Math.min(request.until ?? Infinity, began - 1);
@@ -57,9 +56,8 @@ export function createOperationActivities(deps: OperationDependencies) {
         replayed.add(delivery.eventId);
         return true;
       });
-      const replays = await deps.events.recordReplays(originals);
+      const replays = await deps.events.recordReplays(originals, Date.now(), (trx, recorded) => deps.operations.advance(request.id, recorded.length, originals.length - recorded.length, trx));
       if (replays.length) await handOver(replays);
-      await deps.operations.advance(request.id, replays.length, originals.length - replays.length);
       return { handled: originals.length, ...(page.next && { next: page.next }) };
     },
 

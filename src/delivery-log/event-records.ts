@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Encryption } from '../encryption';
 import { deliveryId } from '../ids';
 import type { Schema } from './schema';
@@ -52,38 +52,52 @@ export class EventRecords {
   }
 
   /**
-   * A replay: a new delivery with the body of the one it replays, under the next free
-   * `<eventId>:<installationId>:replay-<n>` (found in one read of the event's deliveries; a
-   * concurrent replay taking it moves to the next). Answers its id, or undefined when the
-   * original is no longer in the log (purged since it was read).
+   * A replay of each original, recorded now, in one transaction with `withThem` (an
+   * operation's progress): what to hand to the shards. Each is a new delivery with the body
+   * of the one it replays, under the next free `<eventId>:<installationId>:replay-<n>`
+   * (found in one read of the event's deliveries; a concurrent replay taking it moves to the
+   * next). None for an original no longer in the log (purged since it was read).
    */
-  async recordReplay(original: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>, now = Date.now()): Promise<string | undefined> {
-    const source = await this.db.selectFrom('deliveries').select('body').where('id', '=', original.id).executeTakeFirst();
-    if (!source) return undefined;
-    const prefix = `${deliveryId(original.eventId, original.installationId)}:replay-`;
-    const siblings = await this.db.selectFrom('deliveries').select('id').where('event_id', '=', original.eventId).where('installation_id', '=', original.installationId).execute();
-    let n = Math.max(0, ...siblings.map(({ id }) => (id.startsWith(prefix) ? Number(id.slice(prefix.length)) : 0)));
-    for (;;) {
-      const id = deliveryId(original.eventId, original.installationId, ++n);
-      const row = this.deliveryRow({ id, eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url, body: '' }, now);
-      const inserted = await this.db
-        .insertInto('deliveries')
-        .values({ ...row, body: source.body, replay_of: original.id })
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id')
-        .execute();
-      if (inserted.length === 1) return id;
-    }
+  async recordReplays(originals: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>[], now = Date.now(), withThem?: (trx: Transaction<Schema>, replays: PendingDelivery[]) => Promise<void>): Promise<PendingDelivery[]> {
+    return this.db.transaction().execute(async (trx) => {
+      const replays: PendingDelivery[] = [];
+      for (const part of chunks(originals)) {
+        // One read of the bodies and one of the events' deliveries for the whole part, one insert.
+        const bodies = new Map((await trx.selectFrom('deliveries').select(['id', 'body']).where('id', 'in', part.map((original) => original.id)).execute()).map((row) => [row.id, row.body]));
+        const present = part.filter((original) => bodies.has(original.id));
+        if (present.length === 0) continue;
+        const siblings = await trx.selectFrom('deliveries').select(['id']).where('event_id', 'in', [...new Set(present.map((original) => original.eventId))]).execute();
+        const last = new Map<string, number>();
+        for (const { id } of siblings) {
+          const at = id.lastIndexOf(':replay-');
+          if (at > 0) last.set(id.slice(0, at), Math.max(last.get(id.slice(0, at)) ?? 0, Number(id.slice(at + ':replay-'.length))));
+        }
+        const rows = present.map((original) => {
+          const first = deliveryId(original.eventId, original.installationId);
+          const n = (last.get(first) ?? 0) + 1;
+          last.set(first, n);
+          return { original, row: this.replayRow(original, n, bodies.get(original.id)!, now) };
+        });
+        const inserted = new Set((await trx.insertInto('deliveries').values(rows.map(({ row }) => row)).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((row) => row.id));
+        for (const { original, row } of rows) {
+          // A concurrent replay took the number: the next free one, a row at a time.
+          let id = row.id;
+          for (let n = Number(id.slice(id.lastIndexOf(':replay-') + ':replay-'.length)); !inserted.has(id); ) {
+            const next = this.replayRow(original, ++n, row.body, now);
+            if ((await trx.insertInto('deliveries').values(next).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).length) inserted.add((id = next.id));
+          }
+          replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now });
+        }
+      }
+      await withThem?.(trx, replays);
+      return replays;
+    });
   }
 
-  /** A replay of each original (see recordReplay), recorded now: what to hand to the shards (none for an original purged meanwhile). */
-  async recordReplays(originals: Parameters<EventRecords['recordReplay']>[0][], now = Date.now()): Promise<PendingDelivery[]> {
-    const replays: PendingDelivery[] = [];
-    for (const original of originals) {
-      const id = await this.recordReplay(original, now);
-      if (id) replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now });
-    }
-    return replays;
+  /** The row of replay `n` of a delivery: its body as sealed, its original named. */
+  private replayRow(original: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>, n: number, body: string, now: number) {
+    const row = this.deliveryRow({ id: deliveryId(original.eventId, original.installationId, n), eventId: original.eventId, installationId: original.installationId, organizationId: original.organizationId, eventType: original.eventType, url: original.url, body: '' }, now);
+    return { ...row, body, replay_of: original.id };
   }
 
   private deliveryRow(delivery: NewDelivery, now: number) {

@@ -19,8 +19,9 @@ export class OperationRecords {
     return Number(row.created_at);
   }
 
-  async advance(id: string, done: number, failed: number, now = Date.now()): Promise<void> {
-    await this.db
+  /** Counts a page in, in the transaction of what it did (`db`): counted exactly once, whatever is run again. */
+  async advance(id: string, done: number, failed: number, db: Kysely<Schema> = this.db, now = Date.now()): Promise<void> {
+    await db
       .updateTable('operations')
       .set({ done: sql<number>`done + ${done}`, failed: sql<number>`failed + ${failed}`, updated_at: now })
       .where('id', '=', id)
@@ -45,9 +46,10 @@ export class OperationRecords {
   /**
    * The installation's first `limit` held deliveries in order of ingest, released: pending
    * again (answered, to be handed to their shards in that order) or dropped (`skipped`,
-   * reason held_dropped). Only rows still held change, so a page run again releases nothing twice.
+   * reason held_dropped), counted into the operation in the same transaction. Only rows
+   * still held change, so a page run again releases nothing twice.
    */
-  async releaseHeld(installationId: string, mode: 'deliver' | 'drop', limit: number, now = Date.now()): Promise<PendingDelivery[]> {
+  async releaseHeld(operationId: string, installationId: string, mode: 'deliver' | 'drop', limit: number, now = Date.now()): Promise<PendingDelivery[]> {
     return this.db.transaction().execute(async (trx) => {
       const held = await trx.selectFrom('deliveries').select('id').where('installation_id', '=', installationId).where('status', '=', 'held').orderBy('created_at').orderBy('id').limit(limit).execute();
       if (held.length === 0) return [];
@@ -59,6 +61,7 @@ export class OperationRecords {
         .where('status', '=', 'held')
         .returning([...PENDING_COLUMNS])
         .execute();
+      await this.advance(operationId, released.length, 0, trx, now);
       return released.map(pendingDelivery).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
     });
   }

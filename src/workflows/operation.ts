@@ -3,17 +3,18 @@ import type { createActivities } from '../activities';
 import { cancelOperationSignal } from '../contracts/operation';
 import { operationPhases, type OperationRequest, type PageCursor } from '../delivery-log/types';
 
+// A page takes well under a second: a worker that died with one is found out within 30 s.
 const { beginOperation, operationPage, finishOperation } = wf.proxyActivities<ReturnType<typeof createActivities>>({
-  startToCloseTimeout: '2 minutes',
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
 /**
- * The pause between two pages: 200 deliveries a page, at most 1,000 a second handed to the
+ * The pause between two pages: 500 deliveries a page, at most 1,000 a second handed to the
  * shards, so that a large backlog shares them with other installations' new events
  * instead of filling their queues ahead of them.
  */
-const PAGE_PAUSE = '200 milliseconds';
+const PAGE_PAUSE = '500 milliseconds';
 /** Pages a run takes before it continues as new (some 8 history events each). */
 const PAGES_PER_RUN = 100;
 /**
