@@ -134,7 +134,8 @@ async function main(): Promise<void> {
       receiver,
       tenant: (url) => tenant(stack, receiver, 1, url),
       ingest: (event) => ingest(stack, [event], gCounts),
-      hangingTenants: Math.max(1, Math.round(80 * SCALE)),
+      hangingTenants: Math.max(1, Math.round(100 * SCALE)),
+      refusingTenants: Math.max(1, Math.round(100 * SCALE)),
       seconds: Math.max(10, Math.round(60 * SCALE)),
     });
     results.g = { ...g, ingestRetries: gCounts.retries };
@@ -250,7 +251,7 @@ function report(r: any): string {
       line('resident isolates MiB', r.f.isolateRssMiB.join(', ')),
     ],
     g: () => [
-      `(g) ${r.g.hangingTenants} tenants whose receivers hang, ${r.g.eventsPerSPerHangingTenant} event/s each, beside a tenant at 7 events/s (embedded default)`,
+      `(g) ${r.g.hangingTenants} tenants whose receivers hang and ${r.g.refusingTenants} whose receivers refuse connections, ${r.g.eventsPerSPerNeighbour} event/s each, beside a tenant at 7 events/s (embedded default; target: its p99 within 250 ms of alone)`,
       line('its sent -> receiver p50 / p99 ms', `${r.g.beside.healthyEndToEndMs.p50} / ${r.g.beside.healthyEndToEndMs.p99} (alone ${r.g.alone.healthyEndToEndMs.p50} / ${r.g.alone.healthyEndToEndMs.p99})`),
       ...r.g.beside.retryGaps.slice(0, 2).map((g: any, k: number) => line(`its retry ${g.retry} gaps (${g.count})`, `p50 ${g.p50Ms}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: p99 ${g.p99OverRangeMs} ms over (alone ${r.g.alone.retryGaps[k].p99OverRangeMs})`)),
       line('its events undelivered', `${r.g.beside.undelivered} of ${r.g.beside.sent} (alone ${r.g.alone.undelivered})`),

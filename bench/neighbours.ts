@@ -17,8 +17,9 @@ export interface NeighbourDeps {
   tenant(url?: string): Promise<BenchTenant>;
   /** POSTs one event and resolves once it is accepted (202). */
   ingest(event: SpaceContentUpdated): Promise<unknown>;
-  /** Installations whose receivers hang, and how long each phase sends. */
+  /** Installations whose receivers hang, those whose receivers refuse connections, and how long each phase sends. */
   hangingTenants: number;
+  refusingTenants: number;
   seconds: number;
 }
 
@@ -40,21 +41,32 @@ async function hangingReceiver() {
   };
 }
 
+/** A port nothing listens on (taken, then let go): every attempt to it is refused at once. */
+async function refusingUrl(): Promise<string> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}/hook`;
+}
+
 /** Events of one tenant whose eventIds carry `label`. */
 const eventOf = (tenant: BenchTenant, label: string, i: number): SpaceContentUpdated => ({ type: 'space_content_updated', organizationId: tenant.org, spaceId: 'space', revisionId: `rev-${i}`, eventId: `evt_${label}_${tenant.org}_${i}` });
 
 /**
- * (g) Noisy neighbours: installations whose receivers hang must not hold back other
- * tenants'. The tenant watched sends 5 events/s that its receiver takes at once and 2
- * events/s that it answers 500 twice before a 200: first alone (its baseline), then
- * beside `hangingTenants` tenants sending 1 event/s each to receivers that hang, one
- * receiver each (as many hosts). Its delivery latency and retry gaps, in both phases.
+ * (g) Noisy neighbours: installations whose receivers hang or refuse connections must not
+ * hold back other tenants'. The tenant watched sends 5 events/s that its receiver takes at
+ * once and 2 events/s that it answers 500 twice before a 200: first alone (its baseline),
+ * then beside `hangingTenants` tenants sending 1 event/s each to receivers that hang, and
+ * `refusingTenants` sending 1 event/s each to ports that refuse, one receiver each (as
+ * many hosts). Its delivery latency and retry gaps, in both phases.
  */
 export async function noisyNeighbourScenario(deps: NeighbourDeps) {
   const watched = await deps.tenant();
   const hanging = await Promise.all(Array.from({ length: deps.hangingTenants }, () => hangingReceiver()));
   const neighbours: BenchTenant[] = [];
   for (const receiver of hanging) neighbours.push(await deps.tenant(receiver.url));
+  for (let i = 0; i < deps.refusingTenants; i++) neighbours.push(await deps.tenant(await refusingUrl()));
   const hangingPosts = () => hanging.reduce((sum, receiver) => sum + receiver.posts(), 0);
   // Each event of the flaky stream is answered 500 at its first two POSTs, then 200.
   const answer = (eventId: string, n: number) => (eventId.startsWith('evt_gflaky') && n < 2 ? 500 : 200);
@@ -89,7 +101,7 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
   try {
     const alone = await phase('alone', false);
     const beside = await phase('beside', true);
-    return { hangingTenants: deps.hangingTenants, eventsPerSPerHangingTenant: 1, seconds: deps.seconds, alone, beside };
+    return { hangingTenants: deps.hangingTenants, refusingTenants: deps.refusingTenants, eventsPerSPerNeighbour: 1, seconds: deps.seconds, alone, beside };
   } finally {
     for (const receiver of hanging) receiver.stop();
   }
