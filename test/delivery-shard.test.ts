@@ -110,29 +110,26 @@ describe('the delivery shard workflow', function () {
     }
   });
 
-  it('holds a retry lane whose last batch timed out at every attempt (its receiver hangs) to one partial batch in flight, full ones beside it, until its receiver answers', async function () {
+  it('batches together the retries of receivers that fail every attempt (a lane shared across installations), until one answers', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const answered = (batch: (typeof batches)[number], outcome: Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome })));
-    const sizes = () => batches.map((batch) => batch.entries.length);
+    const answered = (batch: (typeof batches)[number], outcome: (id: string) => Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome(entry.id) })));
+    const installationsOf = (batch: (typeof batches)[number]) => [...new Set(batch.entries.map((entry) => entry.id.split(':')[1]))].sort();
     try {
       const start = Date.now();
-      // Retries of one installation: one due now, 5 due in 1.5 s, and 105 in 3.5 s.
-      const retries = (from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:ins_hang`, installationId: 'ins_hang', attempt: 2, dueAt }));
-      const entries = [...retries(0, 1, 0), ...retries(1, 5, start + 1500), ...retries(6, 105, start + 3500)];
-      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hanging-${worker.taskQueue}`, args: [{ shard: 0, entries }] });
-      await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first retry');
-      answered(batches[0]!, { error: 'timeout' });
-      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'the 5 due next');
-      // The 105 fall due while the 5 are in flight: a full batch goes beside them, the other 5 wait.
-      await waitFor(async () => (batches.length >= 3 ? true : undefined), 10_000, 'the full batch');
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      assert.deepEqual(sizes(), [1, 5, 100], 'no second partial batch while the receiver hangs');
-      // An answer, even a 500, says the receiver is there: the 5 left go beside the full batch.
-      answered(batches[1]!, { statusCode: 500 });
-      await waitFor(async () => (batches.length === 4 ? true : undefined), 10_000, 'the 5 left');
-      assert.deepEqual(sizes(), [1, 5, 100, 5]);
-      assert.equal((await handle.describe()).raw.pendingActivities?.length, 2, 'the full batch and the 5, side by side');
+      const retries = (installation: string, from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:${installation}`, installationId: installation, attempt: 2, dueAt }));
+      const entries = [...['ins_a', 'ins_b'].flatMap((installation) => [...retries(installation, 0, 1, 0), ...retries(installation, 1, 5, start + 2000), ...retries(installation, 6, 1, start + 5000)])];
+      const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/failing-${worker.taskQueue}`, args: [{ shard: 0, entries }] });
+      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'the first retries, a batch each');
+      assert.deepEqual(batches.map(installationsOf).sort(), [['ins_a'], ['ins_b']]);
+      // Both receivers refuse: from now on they share a lane.
+      for (const batch of batches) answered(batch, () => ({ error: 'connection_refused' }));
+      await waitFor(async () => (batches.length === 3 ? true : undefined), 10_000, 'the 10 due next');
+      assert.deepEqual([batches[2]!.entries.length, installationsOf(batches[2]!)], [10, ['ins_a', 'ins_b']], 'one batch across both');
+      // ins_a's receiver answers (a 400 is an answer); ins_b's still refuses.
+      answered(batches[2]!, (id) => (id.endsWith(':ins_a') ? { statusCode: 400, status: 'failed', retryInMs: undefined } : { error: 'connection_refused' }));
+      await waitFor(async () => (batches.length === 5 ? true : undefined), 15_000, 'the last retries');
+      assert.deepEqual(batches.slice(3).map(installationsOf).sort(), [['ins_a'], ['ins_b']], 'ins_a back in a lane of its own');
       await handle.terminate('test over');
     } finally {
       for (const batch of batches) batch.end([]);
@@ -140,32 +137,26 @@ describe('the delivery shard workflow', function () {
     }
   });
 
-  it('still holds such a retry lane after it continues as new, carrying that its receiver hangs', async function () {
+  it('carries which receivers fail every attempt when it continues as new: their retries still share a batch', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const answered = (batch: (typeof batches)[number], outcome: Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome })));
-    const hangingBatches = () => batches.filter((batch) => batch.entries[0]!.id.endsWith(':ins_hang')).map((batch) => batch.entries.length);
+    const hangingBatches = () => batches.filter((batch) => batch.entries.every((entry) => !entry.id.endsWith(':ins_other')));
     try {
       const start = Date.now();
-      const retries = (from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:ins_hang`, installationId: 'ins_hang', attempt: 2, dueAt }));
-      // One retry due now; 5 due in 6 s and 5 more in 9 s, after the run has continued as new.
-      const [firstDue, secondDue] = [start + 6000, start + 9000];
-      const input: ShardInput = { shard: 0, epochEndsAt: start + 60_000, handOversPerRun: 1, entries: [...retries(0, 1, 0), ...retries(1, 5, firstDue), ...retries(6, 5, secondDue)] };
-      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hanging-carried-${worker.taskQueue}`, args: [input] });
-      await waitFor(async () => (batches.length === 1 ? true : undefined), 10_000, 'the first retry');
-      answered(batches[0]!, { error: 'timeout' });
+      const retries = (installation: string, from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:${installation}`, installationId: installation, attempt: 2, dueAt }));
+      // One retry of each due now; 5 of each due in 6 s, after the run has continued as new.
+      const due = start + 6000;
+      const input: ShardInput = { shard: 0, epochEndsAt: start + 60_000, handOversPerRun: 1, entries: ['ins_h1', 'ins_h2'].flatMap((installation) => [...retries(installation, 0, 1, 0), ...retries(installation, 1, 5, due)]) };
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/failing-carried-${worker.taskQueue}`, args: [input] });
+      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'the first retries');
+      for (const batch of batches) batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, error: 'timeout' })));
       const firstRun = (await handle.describe()).runId;
       // Its one hand-over per run taken, the run continues as new with the 10 retries waiting.
       await handle.signal(handOverSignal, [{ id: 'evt_x:ins_other', installationId: 'ins_other' }]);
       await waitFor(async () => ((await handle.describe()).runId !== firstRun ? true : undefined), 10_000, 'the run to continue as new');
-      assert.ok(Date.now() < firstDue - 2000, 'the run continued as new well before the retries it carries were due (the lead is 1.5 s)');
-      await waitFor(async () => (hangingBatches().length === 2 ? true : undefined), 10_000, 'the 5 due first');
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, secondDue + 2000 - Date.now())));
-      assert.deepEqual(hangingBatches(), [1, 5], 'the 5 due next wait while the receiver hangs');
-      // An answer lifts the hold in the new run as in the first.
-      answered(batches.find((batch) => batch.entries.length === 5)!, { statusCode: 500 });
-      await waitFor(async () => (hangingBatches().length === 3 ? true : undefined), 10_000, 'the 5 left');
-      assert.deepEqual(hangingBatches(), [1, 5, 5]);
+      assert.ok(Date.now() < due - 2000, 'the run continued as new well before the retries it carries were due (the lead is 1.5 s)');
+      await waitFor(async () => (hangingBatches().length === 3 ? true : undefined), 15_000, 'the 10 due');
+      assert.deepEqual(hangingBatches()[2]!.entries.map((entry) => entry.id.split(':')[1]).sort(), [...Array(5).fill('ins_h1'), ...Array(5).fill('ins_h2')], 'one batch across both, in the new run');
       await handle.terminate('test over');
     } finally {
       for (const batch of batches) batch.end([]);

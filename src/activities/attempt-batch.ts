@@ -1,6 +1,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { HealthChange } from '../delivery-log/receiver-health';
+import type { PaceRecords } from '../delivery-log/pace-records';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationProjection } from '../installations/types';
 import type { DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
@@ -15,7 +16,7 @@ import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdi
 import { batchCancellation, retryOf, timeOf, waitUntil } from './retry-clock';
 import { deliveriesAbsent } from '../metrics';
 import { publicEndpoint } from '../installations/urls';
-import { signsStandard, WEBHOOK_INTEGRATION } from '../installations/webhook';
+import { sendIntervalMs, signsStandard, WEBHOOK_INTEGRATION } from '../installations/webhook';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
 import { IsolateError, isNoRoom } from '../isolates/isolate-error';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -57,12 +58,19 @@ export interface AttemptBatchDependencies {
   webhookGuard: DestinationGuard;
   logger: Logger;
   attemptTimeoutMs?: number;
+  /** Send slots of installations with a max_per_second (absent: none is throttled). */
+  pace?: PaceRecords;
   /** Told where the receivers that failed deliveries in a write stand (see createAutoPause). */
   afterOutcomes?: (changes: HealthChange[]) => Promise<void>;
 }
 
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
 const NO_ROOM_RETRY_MS = 2000;
+
+/** How far ahead a throttled attempt takes its send slot and waits for it; past it, the shard waits (durably) and asks again. */
+const PACE_HORIZON_MS = 1000;
+/** A 429 without Retry-After holds a throttled installation's sends this long. */
+const PACE_RETRY_AFTER_MS = 1000;
 
 /** How long an attempt's outcome may wait for others to share its write (see OutcomeRecorder). */
 const RECORD_EVERY_MS = 20;
@@ -137,6 +145,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs, signal: stopping },
     );
     if (unsent) throw new UnsentError(result.errorMessage);
+    // A throttled installation's receiver asks for less: all its sends wait, then go slower for a while.
+    if (result.statusCode === 429 && deps.pace && sendIntervalMs(target.configuration) !== undefined) await deps.pace.slowDown(target.id, retryAfterMs ?? PACE_RETRY_AFTER_MS);
     return judge(delivery.id, { attempt, ...result }, delivery.interruptedBefore, retryAfterMs);
   }
 
@@ -230,6 +240,18 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (stopping.aborted) return void later.push({ id, inMs: Math.max(0, timeOf(entry) - Date.now()) });
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
           let outcome = notAttempted(delivery, attempt, target);
+          const interval = !outcome && target!.integration === WEBHOOK_INTEGRATION ? sendIntervalMs(target!.configuration) : undefined;
+          if (interval !== undefined && deps.pace) {
+            // Throttled: its send slot, or the shard asks again once one is near (no attempt spent).
+            const slot = await deps.pace.reserve(target!.id, interval, PACE_HORIZON_MS);
+            if ('laterMs' in slot) return void later.push({ id, inMs: slot.laterMs });
+            await waitUntil(slot.sendAt, either);
+            if (superseded.aborted) return undefined;
+            if (stopping.aborted) return void later.push({ id, inMs: 0 });
+            // A 429 that came while it waited holds it too.
+            const held = (await deps.pace.heldUntil(target!.id)) - Date.now();
+            if (held > 0) return void later.push({ id, inMs: held });
+          }
           if (!outcome) {
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
             await starts.submit({ started, run: input });

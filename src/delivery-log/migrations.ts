@@ -241,6 +241,19 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0011-installation-pace': {
+    // Send slots of installations with a max_per_second, shared by every worker.
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('installation_pace')
+        .ifNotExists()
+        .addColumn('installation_id', 'text', (c) => c.primaryKey())
+        .addColumn('next_at', 'bigint', (c) => c.notNull())
+        .addColumn('held_until', 'bigint', (c) => c.notNull())
+        .addColumn('slow_until', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /**

@@ -104,6 +104,16 @@ export interface InstallationHealthTable {
   last_failure_error: string | null;
 }
 
+/** The next send slot of an installation with a `max_per_second` (see PaceRecords). */
+export interface InstallationPaceTable {
+  installation_id: string;
+  next_at: number;
+  /** Until when a receiver's 429 holds every send, those whose slots were taken before it too. */
+  held_until: number;
+  /** Until when it goes at half its pace (after a receiver's 429). */
+  slow_until: number;
+}
+
 /** Background operations (the release of held deliveries, bulk replays): their progress, as their workflows write it. */
 export interface OperationsTable {
   id: string;
@@ -195,6 +205,7 @@ export interface Schema {
   installations: InstallationsTable;
   installation_health: InstallationHealthTable;
   operations: OperationsTable;
+  installation_pace: InstallationPaceTable;
   oauth_states: OAuthStatesTable;
   organizations: OrganizationsTable;
   users: UsersTable;

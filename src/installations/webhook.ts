@@ -23,6 +23,7 @@ const webhookConfiguration: ConfigurationSchema = {
     installation_resumed: { type: 'boolean', title: 'Installations resumed', default: false },
     auto_pause: { type: 'boolean', title: 'Pause when the receiver keeps failing', description: 'Paused by the platform once every delivery has failed for auto_pause_after_hours (and at least 20 in a row), or at once on 410 Gone; new events are then held.', default: true },
     auto_pause_after_hours: { type: 'number', title: 'Hours of failures before the pause', default: 24 },
+    max_per_second: { type: 'number', title: 'Deliveries a second, at most', description: 'Deliveries past it wait their turn (not attempts); a 429 from the receiver pauses them for its Retry-After, then halves the pace for a minute. None by default.' },
   },
   required: ['webhook_url'],
 };
@@ -39,6 +40,14 @@ export function selectableEvents(target: Target): SelectableEventType[] {
     case 'organization':
       return ['space_content_updated', 'site_view', 'page_feedback', ...OPERATIONAL_EVENT_TYPES];
   }
+}
+
+const MAX_PER_SECOND_LIMIT = 10_000;
+
+/** The wait between two sends of a throttled installation; undefined when it is not throttled. */
+export function sendIntervalMs(configuration: Configuration): number | undefined {
+  const rate = configuration.max_per_second;
+  return typeof rate === 'number' && rate > 0 ? 1000 / rate : undefined;
 }
 
 /** Failed deliveries in a row the platform waits for, at least, before it pauses an installation. */
@@ -83,6 +92,8 @@ export function checkWebhookPatch(target: Target, patch: Configuration): FieldIs
   }
   const hours = patch.auto_pause_after_hours;
   if (typeof hours === 'number' && (hours < 0 || hours > 24 * 365)) issues.push({ field: 'auto_pause_after_hours', message: 'must be between 0 and 8760 (a year)' });
+  const rate = patch.max_per_second;
+  if (typeof rate === 'number' && !(rate > 0 && rate <= MAX_PER_SECOND_LIMIT)) issues.push({ field: 'max_per_second', message: `must be above 0 and at most ${MAX_PER_SECOND_LIMIT}` });
   const urlIssue = checkUrlSyntax(patch.webhook_url);
   if (urlIssue) issues.push({ field: 'webhook_url', message: urlIssue });
   return issues;

@@ -12,6 +12,7 @@ import { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { AssetStore } from '../delivery-log/asset-store';
 import { OperationRecords } from '../delivery-log/operation-records';
 import { ReceiverHealthReads } from '../delivery-log/receiver-health';
+import { PaceRecords } from '../delivery-log/pace-records';
 import { trackPendingRetries } from '../metrics';
 import type { Logger } from '../logger';
 
@@ -42,6 +43,7 @@ export interface PlatformStores {
   assets: AssetStore;
   operations: OperationRecords;
   health: ReceiverHealthReads;
+  pace: PaceRecords;
   close(): Promise<void>;
 }
 
@@ -65,6 +67,7 @@ export async function openStores(options: StoreOptions): Promise<PlatformStores>
     assets: new AssetStore(database.db),
     operations: new OperationRecords(database.db),
     health: new ReceiverHealthReads(database.db),
+    pace: new PaceRecords(database.db),
     close: () => database.close(),
   };
 }

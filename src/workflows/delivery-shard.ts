@@ -53,7 +53,8 @@ const { failDeliveries } = wf.proxyActivities<ReturnType<typeof createActivities
 /**
  * A delivery shard's workflow (DESIGN.md §2), one per epoch: the API hands it deliveries
  * in batches (signals, one in flight per shard from each API process); it attempts them in
- * batches of one installation each, so a slow receiver holds back only its own deliveries;
+ * batches of one installation each, so a slow receiver holds back only its own deliveries
+ * (those of receivers that fail everything share batches, see ShardState's `failing`);
  * it waits out retries on one durable timer for the earliest due; it completes once its
  * epoch is over and all it took is final, and continues as new with what it holds if its
  * history grows long first. Runs from before epochs (no epochEndsAt) are long-lived.
@@ -76,7 +77,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   // Before lanes whose receivers hang were held to one partial batch; before they were carried over.
   const holdsHanging = wf.patched('hanging-lane-partial-batches');
   const hanging = new Set<string>(wf.patched('carry-hanging-lanes') ? input.hanging : []);
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging }, hanging);
+  // Before failing receivers shared two lanes.
+  const sharesFailing = lanes && wf.patched('failing-shared-lanes');
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.
@@ -167,13 +170,14 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   await wf.condition(wf.allHandlersFinished);
   // The epoch is over and all it took is final.
   if (state.known.size === 0 && Date.now() >= closesAt) return;
-  const { entries, hanging: stillHanging } = state.carried();
+  const { entries, hanging: stillHanging, failing } = state.carried();
   await wf.continueAsNew<typeof deliveryShardWorkflow>({
     shard: input.shard,
     entries,
     ...(input.epochEndsAt !== undefined && { epochEndsAt: input.epochEndsAt }),
     ...(input.handOversPerRun && { handOversPerRun: input.handOversPerRun }),
     ...(stillHanging && { hanging: stillHanging }),
+    ...(failing && { failing }),
   });
 }
 

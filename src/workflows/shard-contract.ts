@@ -39,7 +39,12 @@ export interface ShardInput {
   handOversPerRun?: number;
   /** Carried across continue-as-new: retry lanes whose receivers hang (the workflow's `hanging`). */
   hanging?: string[];
+  /** Carried across continue-as-new: installations whose receivers fail everything, and how (see ShardState's `failing`). */
+  failing?: [string, FailingKind][];
 }
+
+/** How a receiver fails: it hangs (its attempts time out) or it fails fast (refused, reset, 5xx, 429). */
+export type FailingKind = 'slow' | 'fast';
 
 /** A shard's workflow of one epoch (ingest's), or of all time (runs from before epochs). */
 export const shardWorkflowId = (shard: number, epoch?: number): string => (epoch === undefined ? `delivery-shard/${shard}` : `delivery-shard/${shard}/${epoch}`);

@@ -1,5 +1,5 @@
 import type { AttemptBatchResult } from '../activities/attempt-batch';
-import { MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
+import { MAX_BACKLOG, type FailingKind, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
 
 /**
  * What a run carries to the next stays under the server's 2 MB payload limit: past it the
@@ -25,6 +25,11 @@ const LANE_BATCHES = 4;
  * while they wait for their time (a receiver that hangs: one partial one, once a batch of it timed out throughout).
  */
 const RETRY_LANE_BATCHES = 8;
+/**
+ * Batches in flight per shared lane of failing receivers (see ShardState's `failing`),
+ * partial ones included: a slow one's batches hold their slots for the attempt timeout.
+ */
+const SHARED_LANE_BATCHES = 16;
 /** Batches in flight at once in one run: the server fails a workflow task past 2,000 pending activities. */
 const MAX_BATCHES_IN_FLIGHT = 500;
 /**
@@ -51,9 +56,16 @@ export interface ShardRules {
   bytesBounded: boolean;
   /** Retry lanes whose receivers hang start partial batches one at a time (`hanging-lane-partial-batches`). */
   holdsHanging: boolean;
+  /** Installations whose receivers fail everything share two lanes (`failing-shared-lanes`). */
+  sharesFailing: boolean;
 }
 
 export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');
+/** The shared lanes of failing receivers (no installation id starts with `~`); their batches go to the retry queue. */
+const sharedLane = (kind: FailingKind): string => `~${kind}/retry`;
+const isSharedLane = (lane: string): boolean => lane.startsWith('~');
+/** An answer that says the receiver is failing: none (refused, reset, timed out), a 5xx, a 429. */
+const failed = (result: AttemptBatchResult): boolean => result.statusCode === undefined || result.statusCode >= 500 || result.statusCode === 429;
 
 /**
  * What a delivery shard's run holds and the rules it keeps: deliveries queued per lane,
@@ -90,6 +102,18 @@ export class ShardState {
      * A run continued as new is handed them.
      */
     private readonly hanging: Set<string>,
+    /**
+     * Installations whose last batch failed every attempt it made, and how (`slow`: all
+     * timed out). Their deliveries, first attempts and retries alike, share two lanes of the
+     * shard, `~slow/retry` and `~fast/retry`, batched together across installations: 100
+     * installations whose receivers hang or refuse, at an event a second each, would
+     * otherwise keep a batch each (or several) in flight, an activity a delivery, and take
+     * the run's 500 places and the machine's time from the receivers that answer. One answer
+     * of their receiver that is not a failure gives them their own lanes back. Their retries
+     * keep their times, but wait for a place in the shared lanes. A run continued as new is
+     * handed them.
+     */
+    private readonly failing = new Map<string, FailingKind>(),
   ) {
     for (const entry of input.entries ?? []) this.add(entry);
   }
@@ -100,6 +124,8 @@ export class ShardState {
    * receiver holds its lanes' slots (LANE_BATCHES and RETRY_LANE_BATCHES) at most.
    */
   laneOf(entry: ShardEntry): string {
+    const failing = this.rules.sharesFailing ? this.failing.get(entry.installationId) : undefined;
+    if (failing) return sharedLane(failing);
     return this.rules.lanes && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId;
   }
 
@@ -144,6 +170,7 @@ export class ShardState {
   /** A batch's results: finished deliveries are forgotten, retries wait for their time. */
   settle(lane: string, entries: ShardEntry[], results: AttemptBatchResult[]): void {
     this.noteHanging(lane, results);
+    this.noteFailing(entries, results);
     const byId = new Map(results.map((result) => [result.id, result]));
     for (const entry of entries) {
       const result = byId.get(entry.id);
@@ -165,9 +192,24 @@ export class ShardState {
     this.changed = true;
   }
 
+  private noteFailing(entries: ShardEntry[], results: AttemptBatchResult[]): void {
+    if (!this.rules.sharesFailing) return;
+    const installationOf = new Map(entries.map((entry) => [entry.id, entry.installationId]));
+    const byInstallation = new Map<string, AttemptBatchResult[]>();
+    for (const result of results) {
+      const installation = installationOf.get(result.id);
+      if (installation === undefined || (result.statusCode === undefined && result.error === undefined)) continue;
+      byInstallation.set(installation, [...(byInstallation.get(installation) ?? []), result]);
+    }
+    for (const [installation, attempted] of byInstallation) {
+      if (attempted.every(failed)) this.failing.set(installation, attempted.every((result) => result.error === 'timeout') ? 'slow' : 'fast');
+      else this.failing.delete(installation);
+    }
+  }
+
   private noteHanging(lane: string, results: AttemptBatchResult[]): void {
-    // A first-attempt lane starts partial batches one at a time anyway.
-    if (!this.rules.holdsHanging || !isRetryLane(lane)) return;
+    // A first-attempt lane starts partial batches one at a time anyway; shared lanes take partial batches side by side.
+    if (!this.rules.holdsHanging || !isRetryLane(lane) || isSharedLane(lane)) return;
     const attempted = results.filter((result) => result.statusCode !== undefined || result.error !== undefined);
     if (attempted.length === 0) return;
     if (attempted.every((result) => result.error === 'timeout')) this.hanging.add(lane);
@@ -195,7 +237,7 @@ export class ShardState {
       const inFlight = this.laneFlights.get(lane) ?? 0;
       // Another batch beside those in flight: a full one (up to LANE_BATCHES), or led retries
       // when due, beside batches of the lane still waiting for their time.
-      const mayAddBatch = led && isRetryLane(lane) ? inFlight < RETRY_LANE_BATCHES : entries.length >= BATCH && inFlight < LANE_BATCHES;
+      const mayAddBatch = isSharedLane(lane) ? inFlight < SHARED_LANE_BATCHES : led && isRetryLane(lane) ? inFlight < RETRY_LANE_BATCHES : entries.length >= BATCH && inFlight < LANE_BATCHES;
       if (inFlight && (!pipelined || !mayAddBatch || (this.hanging.has(lane) && entries.length < BATCH))) continue;
       const batch = entries.splice(0, BATCH);
       if (entries.length === 0 || lanes) this.ready.delete(lane);
@@ -226,12 +268,15 @@ export class ShardState {
   }
 
   /** What the next run is handed: queued, waiting, and (after the time it needs to end) what is still in flight. */
-  carried(): { entries: ShardEntry[]; hanging?: string[] } {
+  carried(): { entries: ShardEntry[]; hanging?: string[]; failing?: [string, FailingKind][] } {
     // Carried, a retry's time is long past: it waits for its batch's delay, with no lead.
     const inFlight = [...this.flying.values()].flatMap(({ entries, startedAt }) => entries.map(({ notBefore: _time, clock: _clock, ...entry }) => ({ ...entry, dueAt: Math.max(entry.dueAt, startedAt + CARRIED_BATCH_DELAY_MS) })));
     const entries = [...[...this.ready.values()].flat(), ...this.waiting, ...inFlight];
     // A hanging receiver's retries carried over must not take a batch each in the next run.
     const hanging = [...new Set(entries.map((entry) => this.laneOf(entry)))].filter((lane) => this.hanging.has(lane));
-    return { entries, ...(this.hanging.size && { hanging }) };
+    // Nor may failing receivers take their own lanes again (those with nothing carried are found out again if they come back).
+    const installations = new Set(entries.map((entry) => entry.installationId));
+    const failing = [...this.failing].filter(([installation]) => installations.has(installation));
+    return { entries, ...(this.hanging.size && { hanging }), ...(failing.length && { failing }) };
   }
 }

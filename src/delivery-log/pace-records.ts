@@ -1,0 +1,50 @@
+import { sql, type Kysely } from 'kysely';
+import type { Schema } from './schema';
+
+/** Where an attempt of a throttled installation stands: send at `sendAt`, or ask again in `laterMs`. */
+export type PaceSlot = { sendAt: number } | { laterMs: number };
+
+/** After a receiver's 429, its installation goes at half its pace this long. */
+const SLOWED_FOR_MS = 60_000;
+
+/**
+ * Send slots of installations with a `max_per_second`, shared by every worker through the
+ * log's database: each attempt takes the next slot (`interval` after the one before) with
+ * one atomic update, or, when the next is further out than `horizonMs`, takes none and is
+ * asked for again then (the shard waits, durably, and no attempt is spent).
+ */
+export class PaceRecords {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  async reserve(installationId: string, intervalMs: number, horizonMs: number, now = Date.now()): Promise<PaceSlot> {
+    await this.db.insertInto('installation_pace').values({ installation_id: installationId, next_at: now, held_until: 0, slow_until: 0 }).onConflict((oc) => oc.column('installation_id').doNothing()).execute();
+    const step = sql<number>`case when slow_until > ${now} then ${2 * intervalMs} else ${intervalMs} end`;
+    const start = sql<number>`case when next_at > ${now} then next_at else ${now} end`;
+    const taken = await this.db
+      .updateTable('installation_pace')
+      .set({ next_at: sql<number>`${start} + ${step}` })
+      .where('installation_id', '=', installationId)
+      .where('next_at', '<=', now + horizonMs)
+      .returning(['next_at', 'slow_until'])
+      .executeTakeFirst();
+    if (taken) return { sendAt: Number(taken.next_at) - (Number(taken.slow_until) > now ? 2 * intervalMs : intervalMs) };
+    const row = await this.db.selectFrom('installation_pace').select('next_at').where('installation_id', '=', installationId).executeTakeFirstOrThrow();
+    return { laterMs: Math.max(1, Number(row.next_at) - now - horizonMs) };
+  }
+
+  /** Until when a receiver's 429 holds the installation's sends, slots taken before it included (0: not held). */
+  async heldUntil(installationId: string): Promise<number> {
+    const row = await this.db.selectFrom('installation_pace').select('held_until').where('installation_id', '=', installationId).executeTakeFirst();
+    return Number(row?.held_until ?? 0);
+  }
+
+  /** A receiver's 429: nothing is sent before `retryAfterMs` is over, and then at half the pace for a minute. */
+  async slowDown(installationId: string, retryAfterMs: number, now = Date.now()): Promise<void> {
+    const resume = now + retryAfterMs;
+    await this.db
+      .updateTable('installation_pace')
+      .set({ next_at: sql<number>`case when next_at > ${resume} then next_at else ${resume} end`, held_until: resume, slow_until: resume + SLOWED_FOR_MS })
+      .where('installation_id', '=', installationId)
+      .execute();
+  }
+}
