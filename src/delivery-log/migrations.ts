@@ -208,13 +208,12 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
-  '0010-endpoint-health-and-operations': {
-    // Installations paused by the platform say why; receivers' health; background operations' progress.
+  '0010-endpoint-health-operations-and-pace': {
+    // Installations paused by the platform say why; receivers' health; background operations' progress; throttled installations' send slots.
     async up(db: Kysely<any>) {
       await db.schema.alterTable('installations').addColumn('pause', 'text').execute();
       await db.schema
         .createTable('installation_health')
-        .ifNotExists()
         .addColumn('installation_id', 'text', (c) => c.primaryKey())
         .addColumn('consecutive_failures', 'integer', (c) => c.notNull())
         .addColumn('failing_since', 'bigint')
@@ -225,7 +224,6 @@ const migrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('operations')
-        .ifNotExists()
         .addColumn('id', 'text', (c) => c.primaryKey())
         .addColumn('kind', 'text', (c) => c.notNull())
         .addColumn('organization_id', 'text', (c) => c.notNull())
@@ -239,14 +237,8 @@ const migrations: Record<string, Migration> = {
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .addColumn('finished_at', 'bigint')
         .execute();
-    },
-  },
-  '0011-installation-pace': {
-    // Send slots of installations with a max_per_second, shared by every worker.
-    async up(db: Kysely<any>) {
       await db.schema
         .createTable('installation_pace')
-        .ifNotExists()
         .addColumn('installation_id', 'text', (c) => c.primaryKey())
         .addColumn('next_at', 'bigint', (c) => c.notNull())
         .addColumn('held_until', 'bigint', (c) => c.notNull())
