@@ -13,6 +13,7 @@ import { startRelay } from './relay';
 import { settled, startEmbedded, startSplit, steadyRss } from './stack';
 import { capacityReport, capacityScenario } from './capacity';
 import { leakReport, leakScenario } from './leak';
+import { operationsReport, operationsScenario } from './operations';
 import { svixReport, svixScenario } from './svix';
 import { bare, bodiesOf, call, cpuBudget, DRAIN_MS, events, ingest, ingestClient, latest, ratio, round, tenant, throughPlatform } from './drive';
 import { serializePayload } from '../src/webhooks/events';
@@ -148,6 +149,7 @@ async function main(): Promise<void> {
     if (only('i')) results.i = await devLoopScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.max(10, Math.round(30 * SCALE)));
     if (only('k')) results.k = await capacityScenario(stack, receiver, SCALE);
     if (only('l')) results.l = await leakScenario(stack, receiver, 30 * SCALE);
+    if (only('o')) results.o = await operationsScenario(stack, receiver, Math.round(100_000 * SCALE));
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -277,6 +279,7 @@ function report(r: any): string {
   };
   sections.k = () => capacityReport(r.k, line);
   sections.l = () => leakReport(r.l, line);
+  sections.o = () => operationsReport(r.o, line);
   sections.m = () => svixReport(r.m, { embeddedOne: r.k?.embedded.oneAtATime, embedded64: r.k?.embedded.inFlight64, topologyOne: r.k?.topology.oneAtATime, topology64: r.k?.topology.inFlight64 }, line);
   const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);
   const memory = line('embedded default RSS MiB at idle', `${JSON.stringify(r.embeddedIdleRssMiB)} once steady, ${JSON.stringify(r.embeddedStartedRssMiB)} just started (target: the service <= 200)`);
