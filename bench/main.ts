@@ -14,6 +14,7 @@ import { settled, startEmbedded, startSplit, steadyRss } from './stack';
 import { capacityReport, capacityScenario } from './capacity';
 import { leakReport, leakScenario } from './leak';
 import { operationsReport, operationsScenario } from './operations';
+import { orderedReport, orderedScenario } from './ordered';
 import { svixReport, svixScenario } from './svix';
 import { bare, bodiesOf, call, cpuBudget, DRAIN_MS, events, ingest, ingestClient, latest, ratio, round, tenant, throughPlatform } from './drive';
 import { serializePayload } from '../src/webhooks/events';
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
     if (only('k')) results.k = await capacityScenario(stack, receiver, SCALE);
     if (only('l')) results.l = await leakScenario(stack, receiver, 30 * SCALE);
     if (only('o')) results.o = await operationsScenario(stack, receiver, Math.round(100_000 * SCALE));
+    if (only('p')) results.p = await orderedScenario(stack, receiver, Math.max(200, Math.round(5000 * SCALE)));
     results.embeddedPeakRssMiB = stack.peakRss();
   } finally {
     await stack.stop();
@@ -280,6 +282,7 @@ function report(r: any): string {
   sections.k = () => capacityReport(r.k, line);
   sections.l = () => leakReport(r.l, line);
   sections.o = () => operationsReport(r.o, line);
+  sections.p = () => orderedReport(r.p, line);
   sections.m = () => svixReport(r.m, { embeddedOne: r.k?.embedded.oneAtATime, embedded64: r.k?.embedded.inFlight64, topologyOne: r.k?.topology.oneAtATime, topology64: r.k?.topology.inFlight64 }, line);
   const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);
   const memory = line('embedded default RSS MiB at idle', `${JSON.stringify(r.embeddedIdleRssMiB)} once steady, ${JSON.stringify(r.embeddedStartedRssMiB)} just started (target: the service <= 200)`);

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver, type ReceivedRequest } from './support/receiver';
-import { startWorkerProcess, untilWorkerAnswers } from './support/worker-outage';
+import { startWorkerProcess, workerProcessSuite } from './support/worker-outage';
 
 const EVENTS = 100;
 /** The receiver's answers to each event, in order: 503, 503, then 200, each after 150 ms. */
@@ -26,39 +25,28 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
     answered.set(request, status);
     return { status, delayMs: 150 };
   });
-  let tenant: { org: string; token: string };
-  let worker: ChildProcess;
+  const suite = workerProcessSuite(platform, [receiver]);
 
   /** The events' requests at the receiver, in order, each with the answer it was given (none: abandoned by the platform). */
   const requestsOf = (eventId: string) => receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).map((request) => (request.answeredAt !== undefined ? answered.get(request) : undefined));
 
   /** Ingests EVENTS events to a fresh installation, stops the worker with `signal` at the 120th request, starts another, and answers every final delivery. */
   async function run(space: string, signal: NodeJS.Signals): Promise<{ deliveries: any[]; inFlightAtStop: number }> {
-    await platform.webhook(tenant.token, { org: tenant.org, space }, receiver.url, { space_content_updated: true });
+    await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space }, receiver.url, { space_content_updated: true });
     const before = receiver.requests.length;
-    const batch = await platform.admin('POST', '/v1/events/batch', { events: Array.from({ length: EVENTS }, () => spaceEvent(tenant.org, space)) });
+    const batch = await platform.admin('POST', '/v1/events/batch', { events: Array.from({ length: EVENTS }, () => spaceEvent(suite.tenant.org, space)) });
     assert.equal(batch.status, 202, JSON.stringify(batch.body));
     const ids: string[] = batch.body.results.map((result: any) => result.deliveries[0]);
     await waitFor(async () => (receiver.requests.length - before >= 120 ? true : undefined), 60_000, 'the 120th request');
-    worker.kill(signal);
-    await new Promise((resolve) => worker.once('exit', resolve));
+    suite.worker.kill(signal);
+    await new Promise((resolve) => suite.worker.once('exit', resolve));
     // Nothing writes to the log now: what is left in flight is what the stop cut off.
     const inFlightAtStop = (await platform.stores.db.selectFrom('attempts_in_flight').select('delivery_id').where('delivery_id', 'in', ids).execute()).length;
-    worker = await startWorkerProcess(platform);
-    const deliveries = await Promise.all(ids.map((id) => platform.finalDelivery(id, tenant.token, 120_000)));
+    suite.worker = await startWorkerProcess(platform);
+    const deliveries = await Promise.all(ids.map((id) => platform.finalDelivery(id, suite.tenant.token, 120_000)));
     return { deliveries, inFlightAtStop };
   }
 
-  before(async function () {
-    await Promise.all([platform.start(), receiver.start()]);
-    worker = await startWorkerProcess(platform);
-    await untilWorkerAnswers(platform);
-    tenant = await platform.tenant();
-  });
-  after(async () => {
-    worker?.kill('SIGKILL');
-    await Promise.all([platform.stop(), receiver.stop()]);
-  });
 
   it('SIGKILL: every request the receiver saw is recorded, with its answer or as interrupted; none answered 2xx ends failed; duplicates bounded by what was in flight', async function () {
     const { deliveries, inFlightAtStop } = await run('killed', 'SIGKILL');

@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { chunks } from '../src/delivery-log/rows';
 import type { NewEvent } from '../src/delivery-log/types';
 import { TestPlatform, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
-import { startWorkerProcess, untilWorkerAnswers } from './support/worker-outage';
+import { replaceWorker, workerProcessSuite } from './support/worker-outage';
 
 describe('bulk replays as background operations', function () {
   const platform = new TestPlatform(__filename, { worker: false });
   const receiver = new ScriptedReceiver(() => ({ status: 200 }));
-  let tenant: { org: string; token: string };
-  let worker: ChildProcess;
+  const suite = workerProcessSuite(platform, [receiver]);
 
   /**
    * `count` deliveries of the installation recorded and failed (a receiver's 400) in the log
@@ -21,9 +19,9 @@ describe('bulk replays as background operations', function () {
     const eventIds = Array.from({ length: count }, (_, i) => `evt_bulk_${installationId}_${i}`);
     const events: NewEvent[] = eventIds.map((eventId) => ({
       eventId,
-      organizationId: tenant.org,
+      organizationId: suite.tenant.org,
       eventType: 'space_content_updated',
-      deliveries: [{ id: `${eventId}:${installationId}`, eventId, installationId, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ type: 'space_content_updated', eventId }), url: receiver.url }],
+      deliveries: [{ id: `${eventId}:${installationId}`, eventId, installationId, organizationId: suite.tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ type: 'space_content_updated', eventId }), url: receiver.url }],
     }));
     const recordedAt = Date.now() - 10_000;
     for (const part of chunks(events, 2000)) {
@@ -34,23 +32,12 @@ describe('bulk replays as background operations', function () {
     return eventIds;
   }
 
-  const operation = async (id: string) => (await platform.http('GET', `/v1/operations/${id}`, { token: tenant.token })).body;
-  const replayAll = (installation: string) => platform.http('POST', '/v1/deliveries/replay', { token: tenant.token, body: { installation, status: 'failed' } });
-
-  before(async function () {
-    await Promise.all([platform.start(), receiver.start()]);
-    worker = await startWorkerProcess(platform);
-    await untilWorkerAnswers(platform);
-    tenant = await platform.tenant();
-  });
-  after(async () => {
-    worker?.kill('SIGKILL');
-    await Promise.all([platform.stop(), receiver.stop()]);
-  });
+  const operation = async (id: string) => (await platform.http('GET', `/v1/operations/${id}`, { token: suite.tenant.token })).body;
+  const replayAll = (installation: string) => platform.http('POST', '/v1/deliveries/replay', { token: suite.tenant.token, body: { installation, status: 'failed' } });
 
   it('replays 20,000 failed deliveries: answers at once with the count, goes on after its worker is SIGKILLed, and replays each event exactly once', async function () {
     this.timeout(600_000);
-    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-bulk' }, receiver.url, { space_content_updated: true });
+    const hook = await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space: 'sp-bulk' }, receiver.url, { space_content_updated: true });
     const eventIds = await seedFailed(hook.id, 20_000);
     const asked = performance.now();
     const answer = await replayAll(hook.id);
@@ -66,11 +53,9 @@ describe('bulk replays as background operations', function () {
       return now.done >= 3000 ? now : undefined;
     }, 120_000, '3,000 replayed');
     assert.equal(part.status, 'running');
-    worker.kill('SIGKILL');
-    await new Promise((resolve) => worker.once('exit', resolve));
-    worker = await startWorkerProcess(platform);
+    await replaceWorker(platform, suite, 'SIGKILL');
 
-    const done = await platform.operationDone(answer.body.operation, tenant.token, 300_000);
+    const done = await platform.operationDone(answer.body.operation, suite.tenant.token, 300_000);
     console.log(`      replayed in ${((performance.now() - asked) / 1000).toFixed(1)} s, a SIGKILLed worker included`);
     assert.deepEqual([done.status, done.done, done.failed, done.left], ['done', 20_000, 0, 0]);
     // Exactly one replay of each event in the log, each delivered; the receiver saw every event.
@@ -87,13 +72,13 @@ describe('bulk replays as background operations', function () {
   });
 
   it('is cancelled between two pages: what it replayed stays replayed, nothing more goes', async function () {
-    const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-cancel' }, receiver.url, { space_content_updated: true });
+    const hook = await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space: 'sp-cancel' }, receiver.url, { space_content_updated: true });
     await seedFailed(hook.id, 5000);
     const answer = await replayAll(hook.id);
     await waitFor(async () => ((await operation(answer.body.operation)).done >= 200 ? true : undefined), 60_000, 'a first page');
-    const cancel = await platform.http('POST', `/v1/operations/${answer.body.operation}/cancel`, { token: tenant.token });
+    const cancel = await platform.http('POST', `/v1/operations/${answer.body.operation}/cancel`, { token: suite.tenant.token });
     assert.equal(cancel.status, 202);
-    const ended = await platform.operationDone(answer.body.operation, tenant.token);
+    const ended = await platform.operationDone(answer.body.operation, suite.tenant.token);
     assert.equal(ended.status, 'cancelled');
     assert.ok(ended.done < 5000, `${ended.done} replayed`);
     assert.equal(ended.left, 5000 - ended.done);

@@ -189,7 +189,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     // the SDK sends is a write of the server. A batch waiting for its retries' time (2 s at
     // most) sends none; one whose receiver hangs for the 10 s attempt timeout sends two.
     const { heartbeatTimeoutMs } = Context.current().info;
-    const { stopping, superseded, either } = batchCancellation(Context.current());
+    const { stopping, superseded, either, release } = batchCancellation(Context.current());
     const heartbeat = heartbeatTimeoutMs ? setInterval(() => Context.current().heartbeat(), heartbeatTimeoutMs / 2) : undefined;
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
@@ -291,6 +291,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       ];
     } finally {
       clearInterval(heartbeat);
+      release();
     }
   };
 }

@@ -12,6 +12,7 @@ import type { DirectoryIndex } from '../delivery-log/directory-index';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
 import { createAutoPause } from './auto-pause';
+import { createLineDrain } from './ordered-line';
 import { createOperationActivities, type OperationDependencies } from './operations';
 import { planOperationalDeliveries, type OperationalEvent } from '../installations/operational-events';
 
@@ -67,8 +68,10 @@ const ROLLOUT_PAGE = 100;
 const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === FailureType.notFound;
 
 export function createActivities(deps: ActivityDependencies) {
+  const attemptDeliveries = createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps) });
   return {
-    attemptDeliveries: createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps) }),
+    attemptDeliveries,
+    drainLine: createLineDrain(deps, attemptDeliveries),
     ...createOperationActivities(deps),
 
     /** Deliveries the platform could not attempt end failed, with the reason, and stay replayable. */

@@ -61,6 +61,8 @@ export interface BatchCancellation {
   superseded: AbortSignal;
   /** Aborted with either: what waits for a retry's time stops waiting. */
   either: AbortSignal;
+  /** The batch is over: it no longer listens to the activity's cancellation (an ordered line runs many batches in one activity). */
+  release(): void;
 }
 
 export function batchCancellation(context: Context): BatchCancellation {
@@ -75,7 +77,7 @@ export function batchCancellation(context: Context): BatchCancellation {
   };
   if (cancellationSignal.aborted) onCancel();
   else cancellationSignal.addEventListener('abort', onCancel, { once: true });
-  return { stopping: stopping.signal, superseded: superseded.signal, either };
+  return { stopping: stopping.signal, superseded: superseded.signal, either, release: () => cancellationSignal.removeEventListener('abort', onCancel) };
 }
 
 /** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */

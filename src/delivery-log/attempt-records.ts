@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
-import { attemptOf, chunks } from './rows';
+import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
 import { recordHealth, type HealthChange } from './receiver-health';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
@@ -50,6 +50,24 @@ export class AttemptRecords {
       }
     }
     return found;
+  }
+
+  /**
+   * An installation's pending deliveries in the order they were recorded, from after
+   * `after` (an ordered installation's line), with the attempts each has had.
+   */
+  async pendingInOrder(installationId: string, limit: number, after?: Pick<PendingDelivery, 'createdAt' | 'id'>): Promise<(PendingDelivery & { attempts: number })[]> {
+    const rows = await this.db
+      .selectFrom('deliveries')
+      .select([...PENDING_COLUMNS, 'attempts'])
+      .where('installation_id', '=', installationId)
+      .where('status', '=', 'pending')
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after!.createdAt, after!.id))))
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({ ...pendingDelivery(row), attempts: row.attempts }));
   }
 
   /** Attempts written as started that were not made after all (no room for integration code): the same attempt is made later. */

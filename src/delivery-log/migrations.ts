@@ -209,9 +209,10 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0010-endpoint-health-operations-and-pace': {
-    // Installations paused by the platform say why; receivers' health; background operations' progress; throttled installations' send slots.
+    // Installations paused by the platform say why, ordered ones say so; receivers' health; operations' progress; send slots.
     async up(db: Kysely<any>) {
       await db.schema.alterTable('installations').addColumn('pause', 'text').execute();
+      await db.schema.alterTable('installations').addColumn('ordered', 'integer', (c) => c.notNull().defaultTo(0)).execute();
       await db.schema
         .createTable('installation_health')
         .addColumn('installation_id', 'text', (c) => c.primaryKey())

@@ -86,6 +86,8 @@ export interface InstallationsTable {
   updated_at: number;
   /** JSON of why and since when it is paused (InstallationPause); null when it is not, or a member paused it before reasons. */
   pause: string | null;
+  /** 1 when its deliveries go through its ordered line. */
+  ordered: number;
 }
 
 /**

@@ -164,14 +164,17 @@ export class IngestService {
    * its hand-over; the first that failed is thrown once all are done.
    */
   async handOverRecorded(deliveries: HandOver[], deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<void> {
+    if (deliveries.length === 0) return;
+    // An ordered installation's deliveries wait in its line (the log holds their order): it is woken, not handed them.
+    const lines = await this.installations.orderedAmong([...new Set(deliveries.map((delivery) => delivery.installationId))]);
     const groups = new Map<string, { shard: number; epoch: number; items: ShardItem[] }>();
-    for (const { id, eventId, installationId, createdAt, trace } of deliveries) {
+    for (const { id, eventId, installationId, createdAt, trace } of deliveries.filter((delivery) => !lines.has(delivery.installationId))) {
       const [shard, epoch] = [this.shardOf(eventId), this.shards.epochOf(createdAt)];
       const item = { id, installationId, ...(trace && { trace }) };
       const group = groups.get(`${shard}/${epoch}`);
       if (group) group.items.push(item);
       else groups.set(`${shard}/${epoch}`, { shard, epoch, items: [item] });
     }
-    await settleAll([...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)));
+    await settleAll([...[...groups.values()].map(({ shard, epoch, items }) => this.shards.enqueue(shard, items, epoch, deadline)), ...[...lines].map((installationId) => this.shards.wakeLine(installationId, deadline))]);
   }
 }

@@ -1,4 +1,5 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { lineWorkflowId, ORDERED_LINE_WORKFLOW, wakeLineSignal, type OrderedLineWorkflow } from '../workflows/line-contract';
 import { backlogQuery, DELIVERY_EPOCH_WORKFLOW, EPOCH_MS, handOverSignal, MAX_BACKLOG, shardOf, shardWorkflowId, type DeliveryEpochWorkflow, type ShardItem } from '../workflows/shard-contract';
 
 /** How long ingest waits for the engine before answering 503 (with what follows, within 2 s). */
@@ -80,6 +81,13 @@ export class ShardClient {
       }),
     );
     backlog.sentSince += items.length;
+  }
+
+  /** Wakes an ordered installation's line (started if it is not running): deliveries were recorded for it. */
+  async wakeLine(installationId: string, deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<void> {
+    await this.client.withDeadline(deadline, () =>
+      this.client.workflow.signalWithStart<OrderedLineWorkflow, []>(ORDERED_LINE_WORKFLOW, { workflowId: lineWorkflowId(installationId), taskQueue: this.taskQueue, args: [installationId], signal: wakeLineSignal }),
+    );
   }
 
   /** Refuses a hand-over past the bound, once a fresh answer of the shard (by the deadline) confirms it. */

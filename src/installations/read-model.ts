@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Encryption } from '../encryption';
 import { maskCredentials } from './configuration';
+import { deliversInOrder } from './webhook';
 import type { InstallationsTable, Schema } from '../delivery-log/schema';
 import { LISTED_INSTALLATION_STATUSES, type InstallationPause, type InstallationProjection, type InstallationStatus, type InstallationSummary, type SigningSecret } from './types';
 
@@ -41,6 +42,7 @@ export class InstallationIndex {
       created_at: Date.parse(installation.createdAt),
       updated_at: Date.parse(installation.updatedAt),
       pause: installation.pause ? JSON.stringify(installation.pause) : null,
+      ordered: deliversInOrder(installation.configuration) ? 1 : 0,
     };
     await this.db
       .insertInto('installations')
@@ -60,6 +62,7 @@ export class InstallationIndex {
             revision: eb.ref('excluded.revision'),
             updated_at: eb.ref('excluded.updated_at'),
             pause: eb.ref('excluded.pause'),
+            ordered: eb.ref('excluded.ordered'),
           }))
           .where('installations.revision', '<', (eb) => eb.ref('excluded.revision')),
       )
@@ -78,6 +81,13 @@ export class InstallationIndex {
     if (orgs.length === 0) return [];
     const rows = await this.db.selectFrom('installations').selectAll().where('organization_id', 'in', orgs).where('status', '!=', 'deleted').orderBy('created_at').orderBy('id').execute();
     return rows.map((row) => ({ ...summaryOf(row), configuration: maskCredentials(JSON.parse(this.encryption.open(row.configuration)) as Record<string, unknown>) }));
+  }
+
+  /** Of these installations, those whose deliveries go through their ordered line (not deleted). */
+  async orderedAmong(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.db.selectFrom('installations').select('id').where('id', 'in', ids).where('ordered', '=', 1).where('status', '!=', 'deleted').execute();
+    return new Set(rows.map((row) => row.id));
   }
 
   /** Ids of an integration's installations that are not deleted, by id, after `after`: a rollout's pages. */

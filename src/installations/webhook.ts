@@ -23,6 +23,7 @@ const webhookConfiguration: ConfigurationSchema = {
     installation_resumed: { type: 'boolean', title: 'Installations resumed', default: false },
     auto_pause: { type: 'boolean', title: 'Pause when the receiver keeps failing', description: 'Paused by the platform once every delivery has failed for auto_pause_after_hours (and at least 20 in a row), or at once on 410 Gone; new events are then held.', default: true },
     auto_pause_after_hours: { type: 'number', title: 'Hours of failures before the pause', default: 24 },
+    ordered: { type: 'boolean', title: 'Deliver in order', description: 'One delivery at a time, in the order events were recorded: the next waits until the one ahead is delivered or has failed for good.', default: false },
     max_per_second: { type: 'number', title: 'Deliveries a second, at most', description: 'Deliveries past it wait their turn (not attempts); a 429 from the receiver pauses them for its Retry-After, then halves the pace for a minute. None by default.' },
   },
   required: ['webhook_url'],
@@ -49,6 +50,9 @@ export function sendIntervalMs(configuration: Configuration): number | undefined
   const rate = configuration.max_per_second;
   return typeof rate === 'number' && rate > 0 ? 1000 / rate : undefined;
 }
+
+/** Whether its deliveries go one at a time, in order (an ordered installation's line). */
+export const deliversInOrder = (configuration: Configuration): boolean => configuration.ordered === true;
 
 /** Failed deliveries in a row the platform waits for, at least, before it pauses an installation. */
 export const AUTO_PAUSE_MIN_FAILURES = 20;

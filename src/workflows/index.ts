@@ -6,3 +6,4 @@ export { strandedDeliveriesWorkflow } from './stranded';
 export { integrationWorkflow, integrationVersionWorkflow, registryWorkflow } from './integration';
 export { rolloutWorkflow } from './rollout';
 export { operationWorkflow } from './operation';
+export { orderedLineWorkflow } from './ordered-line';

@@ -32,6 +32,33 @@ export function startWorkerProcess(platform: TestPlatform): Promise<ChildProcess
 }
 
 /**
+ * A file's tests against a platform started without a worker, whose worker runs in a
+ * process of its own (a test may kill it and start another: `suite.worker`), with the
+ * receivers given and a tenant: started before the tests, stopped after them.
+ */
+export function workerProcessSuite(platform: TestPlatform, receivers: { start(): Promise<unknown>; stop(): Promise<unknown> | void }[]) {
+  const suite = {} as { worker: ChildProcess; tenant: { org: string; token: string } };
+  before(async function () {
+    await Promise.all([platform.start(), ...receivers.map((receiver) => receiver.start())]);
+    suite.worker = await startWorkerProcess(platform);
+    await untilWorkerAnswers(platform);
+    suite.tenant = await platform.tenant();
+  });
+  after(async () => {
+    suite.worker?.kill('SIGKILL');
+    await Promise.all([platform.stop(), ...receivers.map((receiver) => receiver.stop())]);
+  });
+  return suite;
+}
+
+/** Kills the suite's worker with `signal`, once it has exited starts another; answers once it runs. */
+export async function replaceWorker(platform: TestPlatform, suite: { worker: ChildProcess }, signal: NodeJS.Signals): Promise<void> {
+  suite.worker.kill(signal);
+  await new Promise((resolve) => suite.worker.once('exit', resolve));
+  suite.worker = await startWorkerProcess(platform);
+}
+
+/**
  * Until the platform's worker answers a query. A fresh worker's first task (the
  * directory's replay) can outlast the API's 1.5 s deadline under the whole suite's load: a
  * query (safe to repeat, unlike a creation) warms it.

@@ -1,0 +1,58 @@
+import { Context } from '@temporalio/activity';
+import type { AttemptRecords } from '../delivery-log/attempt-records';
+import type { InstallationIndex } from '../installations/read-model';
+import { deliversInOrder } from '../installations/webhook';
+import type { PendingDelivery } from '../delivery-log/rows';
+import type { AttemptBatchInput, AttemptBatchResult } from './attempt-batch';
+
+/** Pending deliveries read from the log at a time. */
+const PAGE = 100;
+/** A wait between retries heartbeats this often (the line's heartbeat timeout is 10 s). */
+const HEARTBEAT_MS = 2000;
+
+/** Waits `ms`, heartbeating; a cancelled activity stops waiting and fails cancelled. */
+async function waitHeartbeating(ms: number): Promise<void> {
+  const context = Context.current();
+  for (let left = ms; left > 0; left -= HEARTBEAT_MS) {
+    context.heartbeat();
+    await context.sleep(Math.min(left, HEARTBEAT_MS));
+  }
+}
+
+/**
+ * An ordered installation's line (see orderedLineWorkflow): its pending deliveries, oldest
+ * first, each attempted through the attempt batch (one delivery a batch: the same reads,
+ * pause and throttle, records and health) until it is final, its retries waited for here,
+ * before the next is sent. A failure does not stop the line; a replay, recorded later, is
+ * at its back. Answers `gone` once the installation is deleted, or no longer ordered (what
+ * is pending then is handed to the shards).
+ */
+export function createLineDrain(deps: { attempts: AttemptRecords; installations: InstallationIndex; ingest: { handOverRecorded(deliveries: PendingDelivery[]): Promise<void> } }, attemptBatch: (input: AttemptBatchInput) => Promise<AttemptBatchResult[]>) {
+  /** Hands what is pending to the shards, page by page: the installation is no longer a line. */
+  async function leaveLine(installationId: string): Promise<void> {
+    for (let page = await deps.attempts.pendingInOrder(installationId, PAGE); page.length; page = await deps.attempts.pendingInOrder(installationId, PAGE, page.at(-1))) {
+      await deps.ingest.handOverRecorded(page);
+    }
+  }
+
+  return async function drainLine(installationId: string): Promise<'drained' | 'gone'> {
+    // The line's run, which each attempt's record links to.
+    const { workflowId = '', runId = '' } = Context.current().info.workflowExecution ?? {};
+    for (;;) {
+      const target = await deps.installations.get(installationId);
+      // Deleted, or no longer ordered: its shards end what is pending (skipped, failed, or attempted).
+      if (!target || target.status === 'deleted' || !deliversInOrder(target.configuration)) return leaveLine(installationId).then(() => 'gone' as const);
+      const pending = await deps.attempts.pendingInOrder(installationId, PAGE);
+      if (pending.length === 0) return 'drained';
+      for (const delivery of pending) {
+        for (let attempt = delivery.attempts + 1; ; ) {
+          const [result] = await attemptBatch({ workflowId, runId, entries: [{ id: delivery.id, attempt }] });
+          // Final, or finished by someone else (absent from the answer).
+          if (!result || result.status !== 'pending') break;
+          if (!result.again) attempt += 1;
+          await waitHeartbeating(result.retryInMs ?? 0);
+        }
+      }
+    }
+  };
+}

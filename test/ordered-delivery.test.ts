@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { TestPlatform, spaceEvent, waitFor } from './support/platform';
+import { ScriptedReceiver } from './support/receiver';
+import { replaceWorker, workerProcessSuite } from './support/worker-outage';
+
+/** 30% of events get a 503 at their first POST (by a hash of the eventId: the same whoever sends it). */
+const flaky = (eventId: string) => createHash('sha256').update(eventId).digest()[0]! < 77;
+
+describe('ordered delivery: one at a time, in the order recorded', function () {
+  const platform = new TestPlatform(__filename, { worker: false });
+  const seen = new Map<string, number>();
+  const ordered = new ScriptedReceiver((_n, request) => {
+    const { eventId } = JSON.parse(request.body) as { eventId: string };
+    const n = seen.get(eventId) ?? 0;
+    seen.set(eventId, n + 1);
+    return n === 0 && flaky(eventId) ? { status: 503 } : { status: 200 };
+  });
+  const other = new ScriptedReceiver(() => ({ status: 200 }));
+  const suite = workerProcessSuite(platform, [ordered, other]);
+
+  /** The eventIds in the order the receiver got them, a retry of the same event next to it counted once. */
+  const arrivalOrder = () => ordered.requests.map((request) => (JSON.parse(request.body) as { eventId: string }).eventId).filter((eventId, i, all) => eventId !== all[i - 1]);
+
+  it('holds the order through 30% 503s and a SIGKILLed worker; a replay goes to the back of the line; another installation is not held', async function () {
+    this.timeout(240_000);
+    const hook = await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space: 'sp-ordered' }, ordered.url, { space_content_updated: true, ordered: true });
+    await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space: 'sp-other' }, other.url, { space_content_updated: true });
+    const eventIds: string[] = [];
+    const send = async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const answer = await platform.admin('POST', '/v1/events', spaceEvent(suite.tenant.org, 'sp-ordered'));
+        assert.equal(answer.status, 202);
+        eventIds.push(answer.body.eventId);
+      }
+    };
+    await send(20);
+    // A worker killed while the line is under way (its retries waited for in its activity).
+    await waitFor(async () => (ordered.requests.length >= 8 ? true : undefined), 60_000, 'the line under way');
+    await replaceWorker(platform, suite, 'SIGKILL');
+    await send(20);
+    // Another installation's event goes out while the line works through its backlog: it is not held behind it.
+    const otherEvent = await platform.admin('POST', '/v1/events', spaceEvent(suite.tenant.org, 'sp-other'));
+    assert.equal((await platform.finalDelivery(otherEvent.body.deliveries[0], suite.tenant.token, 60_000)).status, 'delivered');
+    const last = await platform.finalDelivery(`${eventIds.at(-1)}:${hook.id}`, suite.tenant.token, 180_000);
+    assert.equal(last.status, 'delivered');
+    const replay = await platform.http('POST', `/v1/deliveries/${eventIds[0]}:${hook.id}/replay`, { token: suite.tenant.token });
+    assert.equal(replay.status, 202);
+    await platform.finalDelivery(replay.body.id, suite.tenant.token, 60_000);
+    await send(1);
+    await platform.finalDelivery(`${eventIds.at(-1)}:${hook.id}`, suite.tenant.token, 60_000);
+
+    assert.deepEqual(arrivalOrder(), [...eventIds.slice(0, 40), eventIds[0], eventIds[40]], 'each event in the order recorded, the replay at the back');
+    // Never two in flight: each POST came after the one before was answered.
+    for (let i = 1; i < ordered.requests.length; i++) {
+      const [before, next] = [ordered.requests[i - 1]!, ordered.requests[i]!];
+      if (before.answeredAt !== undefined) assert.ok(next.at >= before.answeredAt, `POST ${i} came before ${i - 1} was answered`);
+    }
+    const deliveries = await Promise.all(eventIds.map((eventId) => platform.finalDelivery(`${eventId}:${hook.id}`, suite.tenant.token)));
+    assert.ok(deliveries.every((delivery) => delivery.status === 'delivered'));
+    assert.ok(deliveries.some((delivery) => delivery.attempts.length > 1), 'some were retried (503) in their place');
+  });
+});
