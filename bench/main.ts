@@ -199,6 +199,8 @@ async function main(): Promise<void> {
   const file = path.join(dir, `delivery-${String(results.date).replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(results, null, 2));
   process.stdout.write(`${report(results)}\nwritten to ${path.relative(process.cwd(), file)}\n`);
+  // Done: (k)'s Temporal runtime and clients' pools would keep the process alive (and busy) after its report.
+  process.exit(0);
 }
 
 function report(r: any): string {
