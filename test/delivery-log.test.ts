@@ -7,7 +7,7 @@ import { AttemptRecords } from '../src/delivery-log/attempt-records';
 import { EventRecords } from '../src/delivery-log/event-records';
 import { Encryption } from '../src/encryption';
 import { openStores, type PlatformStores } from '../src/platform/stores';
-import { quarantineCrossTenantDeliveries } from '../src/delivery-log/migrations';
+import { quarantineCrossTenantDeliveries } from '../src/delivery-log/quarantine';
 import type { NewDelivery, NewEvent, PageCursor } from '../src/delivery-log/types';
 import { testDatabaseUrl } from './support/settings';
 import { waitFor } from './support/platform';

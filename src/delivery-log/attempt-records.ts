@@ -53,21 +53,23 @@ export class AttemptRecords {
   }
 
   /**
-   * An installation's pending deliveries in the order they were recorded, from after
-   * `after` (an ordered installation's line), with the attempts each has had.
+   * An installation's pending deliveries in the order they were recorded (a flush's in its
+   * order), from after `after` (an ordered installation's line), with the attempts each has
+   * had: one range of the pending-line index.
    */
-  async pendingInOrder(installationId: string, limit: number, after?: Pick<PendingDelivery, 'createdAt' | 'id'>): Promise<(PendingDelivery & { attempts: number })[]> {
+  async pendingInOrder(installationId: string, limit: number, after?: { createdAt: number; seq: number; id: string }): Promise<(PendingDelivery & { attempts: number; seq: number })[]> {
     const rows = await this.db
       .selectFrom('deliveries')
-      .select([...PENDING_COLUMNS, 'attempts'])
+      .select([...PENDING_COLUMNS, 'attempts', 'seq'])
       .where('installation_id', '=', installationId)
       .where('status', '=', 'pending')
-      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after!.createdAt, after!.id))))
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'seq', 'id'), '>', eb.tuple(after!.createdAt, after!.seq, after!.id))))
       .orderBy('created_at')
+      .orderBy('seq')
       .orderBy('id')
       .limit(limit)
       .execute();
-    return rows.map((row) => ({ ...pendingDelivery(row), attempts: row.attempts }));
+    return rows.map((row) => ({ ...pendingDelivery(row), attempts: row.attempts, seq: Number(row.seq) }));
   }
 
   /** Attempts written as started that were not made after all (no room for integration code): the same attempt is made later. */

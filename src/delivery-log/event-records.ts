@@ -34,10 +34,12 @@ export class EventRecords {
         for (const row of inserted) fresh.add(row.event_id);
       }
       const deliveries = events.filter((event) => fresh.has(event.eventId)).flatMap((event) => event.deliveries);
+      // `seq`: their order in the flush (a batch's order), which an ordered line keeps among those of one millisecond.
+      const seq = new Map(deliveries.map((delivery, i) => [delivery.id, i]));
       for (const part of chunks(deliveries)) {
         await trx
           .insertInto('deliveries')
-          .values(part.map((delivery) => this.deliveryRow(delivery, now)))
+          .values(part.map((delivery) => ({ ...this.deliveryRow(delivery, now), seq: seq.get(delivery.id)! })))
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
       }
@@ -118,6 +120,7 @@ export class EventRecords {
       created_at: now,
       updated_at: now,
       completed_at: delivery.skipReason ? now : null,
+      seq: 0,
     };
   }
 

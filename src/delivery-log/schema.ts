@@ -30,6 +30,8 @@ export interface DeliveriesTable {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  /** Its place among the deliveries recorded in the same flush (0 for replays): the order of a batch, kept by ordered lines. */
+  seq: number;
 }
 
 export interface AttemptsTable {
