@@ -79,8 +79,9 @@ const RECORD_EVERY_MS = 20;
 const supersededFailure = () => new CancelledFailure('a newer run of this batch makes its attempts');
 
 /**
- * One batch of attempts (DESIGN.md §3), all of one installation, a webhook's POSTs or an
- * integration's events into its isolate: reads the deliveries and the installation from
+ * One batch of attempts (DESIGN.md §3), of one installation (or of several whose receivers
+ * fail everything, sharing a lane), a webhook's POSTs or an integration's events into its
+ * isolate; an ordered line's one delivery at a time. Reads the deliveries and the installation from
  * the log when its attempts are due (so a pause, a new URL or a rotated secret answered
  * before then applies), POSTs concurrently over keep-alive, signs each with a fresh
  * timestamp, and writes the outcomes to the log as they come (see OutcomeRecorder). Run
