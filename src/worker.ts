@@ -15,7 +15,7 @@ import { settleAll } from './settle-all';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from './workflows/directory';
 
 /** What activities take from the process's stores. */
-type StoreNames = 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs' | 'operations' | 'events' | 'deliveries' | 'pace';
+type StoreNames = 'attempts' | 'sweeps' | 'installations' | 'directory' | 'integrationLogs' | 'operations' | 'events' | 'deliveries' | 'pace' | 'health';
 
 export interface WorkerOptions extends Omit<ActivityDependencies, StoreNames> {
   address: string;

@@ -64,7 +64,7 @@ describe('endpoint health: a failing receiver paused by the platform, its events
     const [pausedEvent] = await told('installation_paused', hook.id);
     const body = JSON.parse(pausedEvent!.body);
     assert.equal(body.installationId, opsHook.id);
-    assert.deepEqual([body.installation.status, body.installation.pause.reason, body.installation.url], ['paused', 'receiver_failing', failing.url]);
+    assert.deepEqual([body.installation.status, body.installation.pause.reason, body.installation.url], ['paused', 'receiver_failing', undefined], 'its URL (which may carry a secret) is not told');
     assert.equal(verifySignature(String(pausedEvent!.headers['x-platform-signature']), pausedEvent!.body, opsHook.secret).valid, true);
 
     // New events are held: recorded, not attempted.
@@ -101,6 +101,8 @@ describe('endpoint health: a failing receiver paused by the platform, its events
     const first = await ingest('sp-gone');
     assert.equal((await platform.finalDelivery(first, tenant.token)).attempts[0].statusCode, 410);
     assert.equal((await paused(hook.id)).pause.reason, 'receiver_gone');
+    // A member's pause on top keeps the platform's: what it holds stays held, for the resume to release.
+    assert.equal((await platform.http('POST', `/v1/installations/${hook.id}/pause`, { token: tenant.token })).body.pause.reason, 'receiver_gone');
     const held = [await ingest('sp-gone'), await ingest('sp-gone')];
     for (const id of held) assert.equal((await get(`/v1/deliveries/${id}`)).body.status, 'held');
     const resumed = await cli('installations', 'resume', hook.id, '--held', 'drop');

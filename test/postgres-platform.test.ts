@@ -50,6 +50,13 @@ describe('the platform on PostgreSQL', function () {
       assert.equal((await platform.finalDelivery(`${first}:replay-1`, tenant.token)).status, 'delivered');
       assert.equal((await platform.finalDelivery(held, tenant.token)).status, 'delivered');
       assert.equal(gone.requests.length, 3);
+      // Throttled, its send slots kept in PostgreSQL.
+      await platform.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: tenant.token, body: { max_per_second: 3 } });
+      const paced = await platform.admin('POST', '/v1/events/batch', { events: [1, 2, 3].map(() => spaceEvent(tenant.org, 'pg-gone')) });
+      const deliveries = await Promise.all(paced.body.results.map((result: any) => platform.finalDelivery(result.deliveries[0], tenant.token)));
+      assert.deepEqual(deliveries.map((delivery) => [delivery.status, delivery.attempts.length]), [['delivered', 1], ['delivered', 1], ['delivered', 1]]);
+      const slots = await platform.stores.db.selectFrom('installation_pace').select('next_at').where('installation_id', '=', hook.id).executeTakeFirstOrThrow();
+      assert.ok(Number(slots.next_at) > Date.now() - 60_000, 'slots were taken');
     } finally {
       await gone.stop();
     }

@@ -124,6 +124,8 @@ export function createActivities(deps: ActivityDependencies) {
     async resumeStranded(after?: PageCursor): Promise<{ found: number; next?: PageCursor }> {
       const stranded = await deps.sweeps.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
       const overdue = await deps.sweeps.overdueRetries(Date.now() - OVERDUE_RETRY_AFTER_MS, STRANDED_PER_SWEEP);
+      // Held for an installation no longer paused, after its release looked: pending again, with the overdue.
+      overdue.push(...(await deps.sweeps.releaseStrandedHeld(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP)));
       if (overdue.length) deps.logger.warn({ overdue: overdue.length, ids: overdue.slice(0, 10).map((delivery) => delivery.id) }, 'retries overdue by far handed to their shards again: a shard run ended without them');
       await deps.ingest.handOverRecorded([...stranded, ...overdue]).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length, overdue: overdue.length }, 'stranded deliveries not all handed over; the next pass tries again'));
       const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;

@@ -2,6 +2,7 @@ import { operationPhases, type OperationPhase, type OperationRequest, type PageC
 import type { DeliveryReads } from '../delivery-log/delivery-reads';
 import type { EventRecords } from '../delivery-log/event-records';
 import type { OperationRecords } from '../delivery-log/operation-records';
+import type { ReceiverHealthReads } from '../delivery-log/receiver-health';
 import type { PendingDelivery } from '../delivery-log/rows';
 import type { Logger } from '../logger';
 
@@ -10,6 +11,7 @@ export const OPERATION_PAGE = 500;
 
 export interface OperationDependencies {
   operations: OperationRecords;
+  health: ReceiverHealthReads;
   events: EventRecords;
   deliveries: DeliveryReads;
   ingest: { handOverRecorded(deliveries: PendingDelivery[]): Promise<void> };
@@ -31,7 +33,9 @@ export function createOperationActivities(deps: OperationDependencies) {
   return {
     /** Counts what the operation will handle and records it; answers when it began (ms since 1970). */
     async beginOperation(request: OperationRequest): Promise<number> {
-      const held = request.kind === 'release_held' ? await deps.operations.countHeld(request.installationId) : 0;
+      // A release follows a resume: the receiver's count starts over.
+      if (request.kind === 'release_held') await deps.health.startOver(request.installationId);
+      const held = request.kind === 'release_held' ? await deps.operations.countHeld(request.installationId, request.heldUntil) : 0;
       const failed = operationPhases(request).includes('replay') ? await deps.operations.countFailedEvents(request.installationId, request.since, request.until) : 0;
       return deps.operations.begin(request, held + failed);
     },
@@ -43,7 +47,7 @@ export function createOperationActivities(deps: OperationDependencies) {
      */
     async operationPage(request: OperationRequest, began: number, phase: OperationPhase, after?: PageCursor): Promise<OperationPage> {
       if (phase === 'release') {
-        const released = await deps.operations.releaseHeld(request.id, request.installationId, request.held ?? 'deliver', OPERATION_PAGE);
+        const released = await deps.operations.releaseHeld(request.id, request.installationId, request.held ?? 'deliver', OPERATION_PAGE, request.heldUntil);
         if (request.held !== 'drop' && released.length) await handOver(released);
         return { handled: released.length, ...(released.length === OPERATION_PAGE && { next: 'more' as const }) };
       }

@@ -10,13 +10,19 @@ const PAGE = 100;
 /** A wait between retries heartbeats this often (the line's heartbeat timeout is 10 s). */
 const HEARTBEAT_MS = 2000;
 
-/** Waits `ms`, heartbeating; a cancelled activity stops waiting and fails cancelled. */
+/**
+ * Heartbeats and waits `ms` (heartbeating on), at least a millisecond: a cancelled activity
+ * (its worker stopping, the server timing it out) stops here and fails cancelled, instead
+ * of going round its loop for ever.
+ */
 async function waitHeartbeating(ms: number): Promise<void> {
   const context = Context.current();
-  for (let left = ms; left > 0; left -= HEARTBEAT_MS) {
+  let left = Math.max(1, ms);
+  do {
     context.heartbeat();
     await context.sleep(Math.min(left, HEARTBEAT_MS));
-  }
+    left -= HEARTBEAT_MS;
+  } while (left > 0);
 }
 
 /**
@@ -41,7 +47,7 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
     for (;;) {
       const target = await deps.installations.get(installationId);
       // Deleted, or no longer ordered: its shards end what is pending (skipped, failed, or attempted).
-      if (!target || target.status === 'deleted' || !deliversInOrder(target.configuration)) return leaveLine(installationId).then(() => 'gone' as const);
+      if (!target || target.status === 'deleted' || !deliversInOrder(target)) return leaveLine(installationId).then(() => 'gone' as const);
       const pending = await deps.attempts.pendingInOrder(installationId, PAGE);
       if (pending.length === 0) return 'drained';
       for (const delivery of pending) {
@@ -52,6 +58,8 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
           if (!result.again) attempt += 1;
           await waitHeartbeating(result.retryInMs ?? 0);
         }
+        // Between deliveries too: a line whose receiver answers at once sends for long without a retry's wait.
+        Context.current().heartbeat();
       }
     }
   };

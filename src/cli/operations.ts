@@ -15,6 +15,8 @@ interface HealthRow {
 
 /** How often a followed operation is read. */
 const FOLLOW_EVERY_MS = 500;
+/** How long a followed operation may not be found yet. */
+const BEGIN_WAIT_MS = 15_000;
 const BAR_WIDTH = 30;
 
 /** `[#########.....] 1,200 / 20,000` */
@@ -34,8 +36,17 @@ function summary(operation: Operation): string {
 
 /** Reads the operation until it ends, a progress bar on `progress` (stderr) meanwhile; prints its end. */
 export async function followOperation(api: ApiClient, output: Output, progress: (text: string) => void, id: string): Promise<void> {
+  // A release is recorded once its workflow has begun, a moment after the resume answered: 404 until then.
+  const begunBy = Date.now() + BEGIN_WAIT_MS;
   for (;;) {
-    const operation = await api.request<Operation>('GET', `/v1/operations/${encodeURIComponent(id)}`);
+    const operation = await api.request<Operation>('GET', `/v1/operations/${encodeURIComponent(id)}`).catch((err: unknown) => {
+      if (err instanceof CliError && err.answer?.status === 404 && Date.now() < begunBy) return undefined;
+      throw err;
+    });
+    if (!operation) {
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
+      continue;
+    }
     if (operation.status !== 'running') return show(output, operation, () => summary(operation));
     if (!output.json) progress(progressBar(operation));
     await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));

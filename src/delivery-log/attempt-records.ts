@@ -105,12 +105,12 @@ export class AttemptRecords {
   }
 
   /**
-   * Writes an attempt batch's outcomes, attempts and states together, and the receivers'
-   * health with them; answers where the installations with failures in it stand.
+   * Writes an attempt batch's outcomes, attempts and states together, then the receivers'
+   * health; answers where the installations with failures in it stand.
    */
   async recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<HealthChange[]> {
     if (outcomes.length === 0) return [];
-    return this.db.transaction().execute(async (trx) => {
+    const finished = await this.db.transaction().execute(async (trx) => {
       const attempts = outcomes.filter((outcome) => outcome.attempt).map(({ id, attempt }) => this.attemptRow(id, attempt!, run));
       for (const part of chunks(attempts)) {
         await trx
@@ -148,9 +148,9 @@ export class AttemptRecords {
           else for (const row of await update.returning(['id', 'installation_id', 'created_at']).execute()) finishedNow.set(row.id, { installationId: row.installation_id, createdAt: Number(row.created_at) });
         }
       }
-      const finished = outcomes.filter((outcome) => finishedNow.has(outcome.id)).map((outcome) => ({ ...finishedNow.get(outcome.id)!, outcome }));
-      return recordHealth(trx, finished, now);
+      return outcomes.filter((outcome) => finishedNow.has(outcome.id)).map((outcome) => ({ ...finishedNow.get(outcome.id)!, outcome }));
     });
+    return recordHealth(this.db, finished, now);
   }
 
   private changeOf(outcome: DeliveryOutcome, run: { workflowId: string; runId: string }, now: number): DeliveryChange {

@@ -25,6 +25,32 @@ export class LogSweeps {
     return this.pendingRecordedBefore('attempted', before, limit);
   }
 
+  /**
+   * Held deliveries recorded before `before` whose installation is no longer paused and
+   * has no release running (an ingest flush that read it paused and committed after its
+   * resume's release looked), up to `limit`: pending again, to be handed to their shards.
+   */
+  async releaseStrandedHeld(before: number, limit: number, now = Date.now()): Promise<PendingDelivery[]> {
+    const stranded = await this.db
+      .selectFrom('deliveries')
+      .select('id')
+      .where('status', '=', 'held')
+      .where('created_at', '<', before)
+      .where('installation_id', 'in', (eb) => eb.selectFrom('installations').select('id').where('status', '!=', 'paused'))
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('operations').select('operations.id').whereRef('operations.installation_id', '=', 'deliveries.installation_id').where('operations.kind', '=', 'release_held').where('operations.status', '=', 'running'))))
+      .limit(limit)
+      .execute();
+    if (stranded.length === 0) return [];
+    const released = await this.db
+      .updateTable('deliveries')
+      .set({ status: 'pending', updated_at: now })
+      .where('id', 'in', stranded.map((row) => row.id))
+      .where('status', '=', 'held')
+      .returning([...PENDING_COLUMNS])
+      .execute();
+    return released.map(pendingDelivery);
+  }
+
   private async pendingRecordedBefore(which: 'never attempted' | 'attempted', before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {
     const rows = await this.db
       .selectFrom('deliveries')

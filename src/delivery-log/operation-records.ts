@@ -38,8 +38,14 @@ export class OperationRecords {
   }
 
   /** Deliveries held for the installation. */
-  async countHeld(installationId: string): Promise<number> {
-    const row = await this.db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('installation_id', '=', installationId).where('status', '=', 'held').executeTakeFirstOrThrow();
+  async countHeld(installationId: string, heldUntil = Infinity): Promise<number> {
+    const row = await this.db
+      .selectFrom('deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('installation_id', '=', installationId)
+      .where('status', '=', 'held')
+      .$if(Number.isFinite(heldUntil), (q) => q.where('created_at', '<=', heldUntil))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
@@ -49,9 +55,19 @@ export class OperationRecords {
    * reason held_dropped), counted into the operation in the same transaction. Only rows
    * still held change, so a page run again releases nothing twice.
    */
-  async releaseHeld(operationId: string, installationId: string, mode: 'deliver' | 'drop', limit: number, now = Date.now()): Promise<PendingDelivery[]> {
+  async releaseHeld(operationId: string, installationId: string, mode: 'deliver' | 'drop', limit: number, heldUntil = Infinity, now = Date.now()): Promise<PendingDelivery[]> {
     return this.db.transaction().execute(async (trx) => {
-      const held = await trx.selectFrom('deliveries').select('id').where('installation_id', '=', installationId).where('status', '=', 'held').orderBy('created_at').orderBy('id').limit(limit).execute();
+      const held = await trx
+        .selectFrom('deliveries')
+        .select('id')
+        .where('installation_id', '=', installationId)
+        .where('status', '=', 'held')
+        .$if(Number.isFinite(heldUntil), (q) => q.where('created_at', '<=', heldUntil))
+        .orderBy('created_at')
+        .orderBy('seq')
+        .orderBy('id')
+        .limit(limit)
+        .execute();
       if (held.length === 0) return [];
       const change = mode === 'deliver' ? { status: 'pending', updated_at: now } : { status: 'skipped', reason: 'held_dropped', updated_at: now, completed_at: now };
       const released = await trx
@@ -62,7 +78,9 @@ export class OperationRecords {
         .returning([...PENDING_COLUMNS])
         .execute();
       await this.advance(operationId, released.length, 0, trx, now);
-      return released.map(pendingDelivery).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+      // In the order they were held (the update's RETURNING has none).
+      const order = new Map(held.map((row, i) => [row.id, i]));
+      return released.map(pendingDelivery).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
     });
   }
 

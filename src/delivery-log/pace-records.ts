@@ -17,9 +17,12 @@ export class PaceRecords {
   constructor(private readonly db: Kysely<Schema>) {}
 
   async reserve(installationId: string, intervalMs: number, horizonMs: number, now = Date.now()): Promise<PaceSlot> {
+    // Whole milliseconds, typed: PostgreSQL takes an untyped parameter in a CASE for text.
+    const interval = Math.max(1, Math.round(intervalMs));
+    const big = (value: number) => sql<number>`cast(${value} as bigint)`;
     await this.db.insertInto('installation_pace').values({ installation_id: installationId, next_at: now, held_until: 0, slow_until: 0 }).onConflict((oc) => oc.column('installation_id').doNothing()).execute();
-    const step = sql<number>`case when slow_until > ${now} then ${2 * intervalMs} else ${intervalMs} end`;
-    const start = sql<number>`case when next_at > ${now} then next_at else ${now} end`;
+    const step = sql<number>`case when slow_until > ${big(now)} then ${big(2 * interval)} else ${big(interval)} end`;
+    const start = sql<number>`case when next_at > ${big(now)} then next_at else ${big(now)} end`;
     const taken = await this.db
       .updateTable('installation_pace')
       .set({ next_at: sql<number>`${start} + ${step}` })
@@ -27,7 +30,7 @@ export class PaceRecords {
       .where('next_at', '<=', now + horizonMs)
       .returning(['next_at', 'slow_until'])
       .executeTakeFirst();
-    if (taken) return { sendAt: Number(taken.next_at) - (Number(taken.slow_until) > now ? 2 * intervalMs : intervalMs) };
+    if (taken) return { sendAt: Number(taken.next_at) - (Number(taken.slow_until) > now ? 2 * interval : interval) };
     const row = await this.db.selectFrom('installation_pace').select('next_at').where('installation_id', '=', installationId).executeTakeFirstOrThrow();
     return { laterMs: Math.max(1, Number(row.next_at) - now - horizonMs) };
   }
@@ -40,10 +43,10 @@ export class PaceRecords {
 
   /** A receiver's 429: nothing is sent before `retryAfterMs` is over, and then at half the pace for a minute. */
   async slowDown(installationId: string, retryAfterMs: number, now = Date.now()): Promise<void> {
-    const resume = now + retryAfterMs;
+    const resume = Math.round(now + retryAfterMs);
     await this.db
       .updateTable('installation_pace')
-      .set({ next_at: sql<number>`case when next_at > ${resume} then next_at else ${resume} end`, held_until: resume, slow_until: resume + SLOWED_FOR_MS })
+      .set({ next_at: sql<number>`case when next_at > cast(${resume} as bigint) then next_at else cast(${resume} as bigint) end`, held_until: resume, slow_until: resume + SLOWED_FOR_MS })
       .where('installation_id', '=', installationId)
       .execute();
   }

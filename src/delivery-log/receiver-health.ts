@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema';
 import type { DeliveryOutcome } from './types';
 
@@ -22,29 +22,45 @@ export interface ReceiverHealth {
   last24h: { delivered: number; failed: number; pending: number; held: number; successRate: number | null };
 }
 
+/** How often, at most, a receiver that keeps answering has its last success written. */
+const SUCCESS_EVERY_MS = 1000;
+
 /** A delivery the receiver's answers finished: delivered, or failed with an attempt (not failed by a pause or a deletion). */
 const judgedByReceiver = (outcome: DeliveryOutcome) => outcome.status === 'delivered' || (outcome.status === 'failed' && outcome.attempt !== undefined);
 
 /**
- * Counts finished deliveries into their installations' health, in the transaction that
- * records them; `finished` are those this write finished (a batch run again finishes
- * nothing twice), in the order they ended. Answers where the installations with failures
- * in this write stand.
+ * Counts finished deliveries into their installations' health, once the transaction that
+ * records them has committed (not in it: a busy installation's writes would queue on its
+ * one row); `finished` are those that write finished (a batch run again finishes nothing
+ * twice), in the order they ended. Answers where the installations with failures in this
+ * write stand. A crash between the two loses a few counts, no outcome.
  */
-export async function recordHealth(trx: Transaction<Schema>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
+export async function recordHealth(db: Kysely<Schema>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
   const byInstallation = new Map<string, { createdAt: number; outcome: DeliveryOutcome }[]>();
   for (const { installationId, createdAt, outcome } of finished) {
     if (judgedByReceiver(outcome)) byInstallation.set(installationId, [...(byInstallation.get(installationId) ?? []), { createdAt, outcome }]);
   }
   const changes: HealthChange[] = [];
-  for (const [installationId, outcomes] of byInstallation) {
+  // In one order in every transaction: two writes of shared-lane batches must not lock two installations' rows crosswise (PostgreSQL's deadlock).
+  for (const [installationId, outcomes] of [...byInstallation].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     // Only the failures after the write's last success continue (or start) the run.
     const lastSuccess = outcomes.map(({ outcome }) => outcome.status).lastIndexOf('delivered');
     const failures = outcomes.slice(lastSuccess + 1);
     const last = failures.at(-1)?.outcome.attempt;
     const firstFailedAt = failures.length ? Math.min(...failures.map((failure) => failure.createdAt)) : null;
     const reset = lastSuccess >= 0;
-    const row = await trx
+    if (failures.length === 0) {
+      // Delivered alone, the common case: the row changes only if it was failing, or a second on (its last success), so that writes of a busy installation do not queue on it.
+      const changed = await db
+        .updateTable('installation_health')
+        .set({ consecutive_failures: 0, failing_since: null, last_success_at: now })
+        .where('installation_id', '=', installationId)
+        .where((eb) => eb.or([eb('consecutive_failures', '>', 0), eb('last_success_at', 'is', null), eb('last_success_at', '<', now - SUCCESS_EVERY_MS)]))
+        .executeTakeFirst();
+      if (Number(changed.numUpdatedRows) === 0) await db.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_since: null, last_success_at: now, last_failure_at: null, last_failure_status: null, last_failure_error: null }).onConflict((oc) => oc.column('installation_id').doNothing()).execute();
+      continue;
+    }
+    const row = await db
       .insertInto('installation_health')
       .values({
         installation_id: installationId,
@@ -65,16 +81,21 @@ export async function recordHealth(trx: Transaction<Schema>, finished: { install
       )
       .returning(['consecutive_failures', 'failing_since'])
       .executeTakeFirstOrThrow();
-    if (failures.length) changes.push({ installationId, consecutiveFailures: row.consecutive_failures, failingSince: Number(row.failing_since), gone: failures.some(({ outcome }) => outcome.attempt?.statusCode === 410) });
+    changes.push({ installationId, consecutiveFailures: row.consecutive_failures, failingSince: Number(row.failing_since), gone: failures.some(({ outcome }) => outcome.attempt?.statusCode === 410) });
   }
   return changes;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Receivers' health as the API reads it. */
+/** Receivers' health as the API reads it, and its fresh start when a paused installation resumes. */
 export class ReceiverHealthReads {
   constructor(private readonly db: Kysely<Schema>) {}
+
+  /** A resume starts the count over: the failures before the pause do not pause it again at the next one. */
+  async startOver(installationId: string): Promise<void> {
+    await this.db.updateTable('installation_health').set({ consecutive_failures: 0, failing_since: null }).where('installation_id', '=', installationId).execute();
+  }
 
   /** An installation's receiver health: its failures in a row, and its last day's deliveries (one range of the installation's index). */
   read(installationId: string, now = Date.now()): Promise<ReceiverHealth> {

@@ -130,8 +130,9 @@ export interface OperationRequest {
   kind: OperationKind;
   organizationId: string;
   installationId: string;
-  /** release_held: deliver (in order of ingest) or drop what was held. */
+  /** release_held: deliver (in order of ingest) or drop what was held, up to the resume (ms since 1970): what a later pause holds is that pause's. */
   held?: 'deliver' | 'drop';
+  heldUntil?: number;
   /**
    * replay_failed: the failed deliveries recorded in this range (ms since 1970, inclusive);
    * release_held with `since`: those replayed too, after the release (what failed since the trouble began).

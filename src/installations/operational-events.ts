@@ -10,7 +10,7 @@ export interface OperationalEvent {
   type: OperationalEventType;
   eventId: string;
   organizationId: string;
-  installation: { id: string; integration: string; url?: string; status: InstallationStatus; pause?: InstallationPause; resumedAt?: string };
+  installation: { id: string; integration: string; status: InstallationStatus; pause?: InstallationPause; resumedAt?: string };
 }
 
 /**

@@ -42,7 +42,7 @@ export class InstallationIndex {
       created_at: Date.parse(installation.createdAt),
       updated_at: Date.parse(installation.updatedAt),
       pause: installation.pause ? JSON.stringify(installation.pause) : null,
-      ordered: deliversInOrder(installation.configuration) ? 1 : 0,
+      ordered: deliversInOrder(installation) ? 1 : 0,
     };
     await this.db
       .insertInto('installations')

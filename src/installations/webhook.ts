@@ -51,8 +51,8 @@ export function sendIntervalMs(configuration: Configuration): number | undefined
   return typeof rate === 'number' && rate > 0 ? 1000 / rate : undefined;
 }
 
-/** Whether its deliveries go one at a time, in order (an ordered installation's line). */
-export const deliversInOrder = (configuration: Configuration): boolean => configuration.ordered === true;
+/** Whether its deliveries go one at a time, in order (a webhook installation's line; an integration's own `ordered` property means nothing here). */
+export const deliversInOrder = (installation: { integration: string; configuration: Configuration }): boolean => installation.integration === WEBHOOK_INTEGRATION && installation.configuration.ordered === true;
 
 /** Failed deliveries in a row the platform waits for, at least, before it pauses an installation. */
 export const AUTO_PAUSE_MIN_FAILURES = 20;

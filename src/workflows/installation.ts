@@ -183,15 +183,16 @@ export async function installationWorkflow(state: InstallationState, historyLimi
   async function announce(type: OperationalEvent['type']): Promise<void> {
     if (!wf.patched('operational-events')) return;
     const { id, integration, target } = state;
-    const url = typeof state.configuration.webhook_url === 'string' ? state.configuration.webhook_url : undefined;
-    const installation = { id, integration, ...(url && { url }), status: statusOf(state), ...(state.pause && { pause: state.pause }), ...(type === 'installation_resumed' && { resumedAt: state.updatedAt }) };
+    // Not its URL: such URLs often carry a secret, and the event goes to other receivers.
+    const installation = { id, integration, status: statusOf(state), ...(state.pause && { pause: state.pause }), ...(type === 'installation_resumed' && { resumedAt: state.updatedAt }) };
     await announceOperational({ type, eventId: `evt_${type === 'installation_paused' ? 'paused' : 'resumed'}_${id}_${state.revision}`, organizationId: target.org, installation });
   }
   wf.setHandler(
     pauseUpdate,
     async (request) => {
-      // The platform pauses once: its later findings change nothing of a pause in place, a member's or its own.
-      if (request && state.paused) return view(state);
+      // The platform pauses once: its later findings change nothing of a pause in place, a member's or its own;
+      // nor does a member's pause change the platform's (its events stay held, for the resume to release).
+      if ((request || holdsEvents(state.pause)) && state.paused) return view(state);
       state.paused = true;
       state.pause = { reason: request?.reason ?? 'member', at: new Date().toISOString(), ...(request && { troubleSince: request.troubleSince }) };
       const answer = await changed();
@@ -212,7 +213,7 @@ export async function installationWorkflow(state: InstallationState, historyLimi
         const operation = `op_release_${state.id}_${state.revision}`;
         // What failed from the trouble's beginning up to the pause (those held since are released, not replayed).
         const replay = request?.replayFailed && pause.troubleSince ? { since: Date.parse(pause.troubleSince), until: Date.parse(pause.at) } : {};
-        const release: OperationRequest = { id: operation, kind: 'release_held', organizationId: state.target.org, installationId: state.id, held: request?.held ?? 'deliver', ...replay };
+        const release: OperationRequest = { id: operation, kind: 'release_held', organizationId: state.target.org, installationId: state.id, held: request?.held ?? 'deliver', heldUntil: Date.now(), ...replay };
         await wf.startChild(operationWorkflow, { workflowId: operationWorkflowId(operation), args: [release], parentClosePolicy: wf.ParentClosePolicy.ABANDON });
         answer.operation = operation;
       }
