@@ -19,6 +19,9 @@ const storableText = (text: string | undefined): string | null => (text === unde
  * recorded of them, attempts written as started before they go out, and outcomes.
  */
 export class AttemptRecords {
+  /** Installations known to have a health row in the log (see recordHealth). */
+  private readonly healthRows = new Set<string>();
+
   constructor(
     private readonly db: Kysely<Schema>,
     private readonly encryption: Encryption,
@@ -150,7 +153,7 @@ export class AttemptRecords {
       }
       return outcomes.filter((outcome) => finishedNow.has(outcome.id)).map((outcome) => ({ ...finishedNow.get(outcome.id)!, outcome }));
     });
-    return recordHealth(this.db, finished, now);
+    return recordHealth(this.db, this.healthRows, finished, now);
   }
 
   private changeOf(outcome: DeliveryOutcome, run: { workflowId: string; runId: string }, now: number): DeliveryChange {

@@ -35,7 +35,7 @@ const judgedByReceiver = (outcome: DeliveryOutcome) => outcome.status === 'deliv
  * twice), in the order they ended. Answers where the installations with failures in this
  * write stand. A crash between the two loses a few counts, no outcome.
  */
-export async function recordHealth(db: Kysely<Schema>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
+export async function recordHealth(db: Kysely<Schema>, known: Set<string>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
   const byInstallation = new Map<string, { createdAt: number; outcome: DeliveryOutcome }[]>();
   for (const { installationId, createdAt, outcome } of finished) {
     if (judgedByReceiver(outcome)) byInstallation.set(installationId, [...(byInstallation.get(installationId) ?? []), { createdAt, outcome }]);
@@ -51,13 +51,17 @@ export async function recordHealth(db: Kysely<Schema>, finished: { installationI
     const reset = lastSuccess >= 0;
     if (failures.length === 0) {
       // Delivered alone, the common case: the row changes only if it was failing, or a second on (its last success), so that writes of a busy installation do not queue on it.
-      const changed = await db
+      // One statement: the row is inserted once (rows are never deleted, `known` remembers them).
+      if (!known.has(installationId)) {
+        await db.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_since: null, last_success_at: now, last_failure_at: null, last_failure_status: null, last_failure_error: null }).onConflict((oc) => oc.column('installation_id').doNothing()).execute();
+        known.add(installationId);
+      }
+      await db
         .updateTable('installation_health')
         .set({ consecutive_failures: 0, failing_since: null, last_success_at: now })
         .where('installation_id', '=', installationId)
         .where((eb) => eb.or([eb('consecutive_failures', '>', 0), eb('last_success_at', 'is', null), eb('last_success_at', '<', now - SUCCESS_EVERY_MS)]))
-        .executeTakeFirst();
-      if (Number(changed.numUpdatedRows) === 0) await db.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_since: null, last_success_at: now, last_failure_at: null, last_failure_status: null, last_failure_error: null }).onConflict((oc) => oc.column('installation_id').doNothing()).execute();
+        .execute();
       continue;
     }
     const row = await db
@@ -74,7 +78,8 @@ export async function recordHealth(db: Kysely<Schema>, finished: { installationI
       .onConflict((oc) =>
         oc.column('installation_id').doUpdateSet((eb) => ({
           consecutive_failures: reset ? eb.ref('excluded.consecutive_failures') : sql<number>`installation_health.consecutive_failures + excluded.consecutive_failures`,
-          failing_since: reset ? eb.ref('excluded.failing_since') : sql<number | null>`coalesce(installation_health.failing_since, excluded.failing_since)`,
+          // The earliest: writes of one installation's batches may commit out of the order their deliveries were recorded in.
+          failing_since: reset ? eb.ref('excluded.failing_since') : sql<number | null>`case when installation_health.failing_since is null or excluded.failing_since < installation_health.failing_since then excluded.failing_since else installation_health.failing_since end`,
           ...(reset && { last_success_at: eb.ref('excluded.last_success_at') }),
           ...(last && { last_failure_at: eb.ref('excluded.last_failure_at'), last_failure_status: eb.ref('excluded.last_failure_status'), last_failure_error: eb.ref('excluded.last_failure_error') }),
         })),

@@ -115,7 +115,9 @@ export class IngestService {
     const countNew = (records: Map<string, EventRecord>) => {
       for (const record of records.values()) if (record.fresh) eventsIngested.inc({ type: record.eventType });
     };
-    const records = await this.commit([...planned.values()], traces, deadline, countNew);
+    // The flush's installations say which are ordered lines: its hand-over asks the log nothing more.
+    const lines = new Set([...installations.values()].flat().filter((installation) => installation.ordered).map((installation) => installation.id));
+    const records = await this.commit([...planned.values()], traces, deadline, countNew, lines);
     return events.map((event) => {
       const record = records.get(event.eventId)!;
       if (record.organizationId !== event.organizationId || record.eventType !== event.type) return new EventIdTakenError(`eventId ${event.eventId} is taken by an earlier event that is not this one; give this event an id of its own`);
@@ -132,7 +134,7 @@ export class IngestService {
    * (idempotent, and it touches only the recorded event's own deliveries): its true repeat
    * may share the flush with another organization's reuse of it, which is refused.
    */
-  async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number, onRecorded?: (records: Map<string, EventRecord>) => void): Promise<Map<string, EventRecord>> {
+  async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number, onRecorded?: (records: Map<string, EventRecord>) => void, lines?: Set<string>): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
     const now = Date.now();
     const records = await this.log.recordEvents(events, now);
@@ -153,7 +155,7 @@ export class IngestService {
     }
     // All under one deadline, so that the caller answers within 2 s whatever it carries.
     const pending = earlier.length ? await this.log.pendingOf(earlier) : [];
-    await this.handOverRecorded([...handOver, ...pending], handOverBy);
+    await this.handOverRecorded([...handOver, ...pending], handOverBy, lines);
     return records;
   }
 
@@ -163,10 +165,10 @@ export class IngestService {
    * workflow holds it if it got there before (and skips it then). Every shard and epoch gets
    * its hand-over; the first that failed is thrown once all are done.
    */
-  async handOverRecorded(deliveries: HandOver[], deadline = Date.now() + ENGINE_DEADLINE_MS): Promise<void> {
+  async handOverRecorded(deliveries: HandOver[], deadline = Date.now() + ENGINE_DEADLINE_MS, knownLines?: Set<string>): Promise<void> {
     if (deliveries.length === 0) return;
-    // An ordered installation's deliveries wait in its line (the log holds their order): it is woken, not handed them.
-    const lines = await this.installations.orderedAmong([...new Set(deliveries.map((delivery) => delivery.installationId))]);
+    // An ordered installation's deliveries wait in its line (the log holds their order): it is woken, not handed them. Known to an ingest flush, read otherwise.
+    const lines = knownLines ?? (await this.installations.orderedAmong([...new Set(deliveries.map((delivery) => delivery.installationId))]));
     const groups = new Map<string, { shard: number; epoch: number; items: ShardItem[] }>();
     for (const { id, eventId, installationId, createdAt, trace } of deliveries.filter((delivery) => !lines.has(delivery.installationId))) {
       const [shard, epoch] = [this.shardOf(eventId), this.shards.epochOf(createdAt)];

@@ -141,5 +141,6 @@ function summaryOf(row: Selectable<InstallationsTable>): InstallationSummary {
     createdAt: new Date(row.created_at).toISOString(),
     revision: row.revision,
     ...(row.pause !== null && { pause: JSON.parse(row.pause) as InstallationPause }),
+    ...(Number(row.ordered) === 1 && { ordered: true as const }),
   };
 }

@@ -43,6 +43,8 @@ export interface InstallationSummary {
   revision: number;
   /** Set while paused with a reason (absent in pauses from before reasons). */
   pause?: InstallationPause;
+  /** Its deliveries go through its ordered line (see deliversInOrder). */
+  ordered?: true;
 }
 
 export interface InstallationProjection extends InstallationSummary {
