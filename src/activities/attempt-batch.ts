@@ -4,14 +4,14 @@ import type { HealthChange } from '../delivery-log/receiver-health';
 import type { PaceRecords } from '../delivery-log/pace-records';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationProjection } from '../installations/types';
-import type { DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from '../delivery-log/types';
-import { GroupCommit } from '../group-commit';
+import type { DeliveryOutcome, DeliveryToAttempt } from '../delivery-log/types';
 import type { Logger } from '../logger';
 import type { DestinationGuard } from '../net/destination-guard';
 import { PLATFORM_VERSION } from '../version';
 import { SIGNATURE_HEADER, signatureHeader, STANDARD_WEBHOOK_HEADERS, standardSignature } from '../webhooks/signature';
 import { createAgents, InterruptedError, postOnce, unlessStopped, UnsentError } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
+import { createBatchWrites } from './batch-writes';
 import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
 import { batchCancellation, retryOf, timeOf, waitUntil } from './retry-clock';
 import { deliveriesAbsent } from '../metrics';
@@ -92,17 +92,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
   const agents = createAgents();
   /** Where an attempt goes: the webhook's URL, or the integration's public endpoint (what its record names). */
   const attemptUrl = (target: InstallationProjection) => (target.integration === WEBHOOK_INTEGRATION ? target.url! : publicEndpoint(deps.baseUrl, target.integration, target.id));
-  /**
-   * Each attempt is written as started before it goes out, so that a worker dying before
-   * its answer is recorded leaves a trace (see interruptedRecord); the attempts of every
-   * batch starting in one turn of the event loop share one write.
-   */
-  const starts = new GroupCommit<{ started: StartedAttempt; run: { workflowId: string; runId: string } }, void>(async (items) => {
-    const byRun = new Map<string, typeof items>();
-    for (const item of items) byRun.set(item.run.runId, [...(byRun.get(item.run.runId) ?? []), item]);
-    for (const part of byRun.values()) await deps.attempts.recordStarted(part.map((item) => item.started), part[0]!.run);
-    return items.map(() => undefined);
-  }, 1000);
+  const { starts, outcomeWrites } = createBatchWrites(deps);
 
   /** An event to integration code: its isolate's answer decides as a receiver's would (a timeout is retried). */
   async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
@@ -216,10 +206,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       };
       /** Deliveries whose attempt this run did not make (no room in the isolate pool, the worker stopping first): the same attempt is asked for after `inMs`. */
       const later: { id: string; inMs: number }[] = [];
+      const run = { workflowId: input.workflowId, runId: input.runId };
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
-        const health = await deps.attempts.recordOutcomes(part, input);
+        await outcomeWrites.submit({ outcomes: part, run });
         observe(part, endedAt, deliveries, lastAt);
-        if (health.length) await deps.afterOutcomes?.(health).catch((err: Error) => deps.logger.warn({ err: err.message }, 'receivers’ health not checked after a write; the next write checks'));
       }, RECORD_EVERY_MS);
       const outcomes = await Promise.all(
         input.entries.map(async (entry): Promise<DeliveryOutcome | undefined> => {

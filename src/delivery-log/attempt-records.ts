@@ -107,14 +107,20 @@ export class AttemptRecords {
     return missing;
   }
 
+  /** Writes one batch's outcomes (see recordWrites). */
+  recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<HealthChange[]> {
+    return this.recordWrites([{ outcomes, run }], now);
+  }
+
   /**
-   * Writes an attempt batch's outcomes, attempts and states together, then the receivers'
-   * health; answers where the installations with failures in it stand.
+   * Writes attempt batches' outcomes, attempts and states, in one transaction (a commit is
+   * a tenth of a millisecond to a millisecond on SQLite, whatever it holds), then the
+   * receivers' health; answers where the installations with failures in them stand.
    */
-  async recordOutcomes(outcomes: DeliveryOutcome[], run: { workflowId: string; runId: string }, now = Date.now()): Promise<HealthChange[]> {
-    if (outcomes.length === 0) return [];
+  async recordWrites(writes: { outcomes: DeliveryOutcome[]; run: { workflowId: string; runId: string } }[], now = Date.now()): Promise<HealthChange[]> {
+    if (!writes.some((write) => write.outcomes.length)) return [];
     const finished = await this.db.transaction().execute(async (trx) => {
-      const attempts = outcomes.filter((outcome) => outcome.attempt).map(({ id, attempt }) => this.attemptRow(id, attempt!, run));
+      const attempts = writes.flatMap(({ outcomes, run }) => outcomes.filter((outcome) => outcome.attempt).map(({ id, attempt }) => this.attemptRow(id, attempt!, run)));
       for (const part of chunks(attempts)) {
         await trx
           .insertInto('attempts')
@@ -126,12 +132,14 @@ export class AttemptRecords {
       }
       // One statement per distinct change: a batch of one installation mostly shares one.
       const groups = new Map<string, { change: DeliveryChange; ids: string[] }>();
-      for (const outcome of outcomes) {
-        const change = this.changeOf(outcome, run, now);
-        const key = JSON.stringify(change);
-        const group = groups.get(key);
-        if (group) group.ids.push(outcome.id);
-        else groups.set(key, { change, ids: [outcome.id] });
+      for (const { outcomes, run } of writes) {
+        for (const outcome of outcomes) {
+          const change = this.changeOf(outcome, run, now);
+          const key = JSON.stringify(change);
+          const group = groups.get(key);
+          if (group) group.ids.push(outcome.id);
+          else groups.set(key, { change, ids: [outcome.id] });
+        }
       }
       /** Deliveries this write finished, with their installations and when they were recorded. */
       const finishedNow = new Map<string, { installationId: string; createdAt: number }>();
@@ -151,7 +159,7 @@ export class AttemptRecords {
           else for (const row of await update.returning(['id', 'installation_id', 'created_at']).execute()) finishedNow.set(row.id, { installationId: row.installation_id, createdAt: Number(row.created_at) });
         }
       }
-      return outcomes.filter((outcome) => finishedNow.has(outcome.id)).map((outcome) => ({ ...finishedNow.get(outcome.id)!, outcome }));
+      return writes.flatMap(({ outcomes }) => outcomes.filter((outcome) => finishedNow.has(outcome.id)).map((outcome) => ({ ...finishedNow.get(outcome.id)!, outcome })));
     });
     return recordHealth(this.db, this.healthRows, finished, now);
   }

@@ -6,6 +6,7 @@ import { migrate } from './migrations';
 import type { Schema } from './schema';
 import type { Logger } from '../logger';
 import { isPostgresUrl } from '../config';
+import { startWalCheckpointer } from './wal-checkpointer';
 import { makeDirectory } from '../make-directory';
 import { seedPlannerStatistics } from './planner-statistics';
 
@@ -83,6 +84,10 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfi
  * Opens the delivery log named by PLATFORM_DATABASE_URL (`postgres://…`, or `sqlite:<file>`
  * on the embedded default) and brings its schema up to date.
  */
+/** The automatic checkpoint's threshold beside the checkpoint thread: reached only if that thread cannot run. */
+const FALLBACK_CHECKPOINT_PAGES = 50_000;
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
 export async function openLogDatabase(url: string, logger?: Logger): Promise<LogDatabase> {
   let database: LogDatabase;
   /** SQLite's: once its tables exist (PostgreSQL keeps statistics of its own). */
@@ -112,8 +117,20 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 10000');
+    // A thread of the process checkpoints the WAL (see startWalCheckpointer); a commit does only if the WAL reaches 200 MB (4 KiB pages).
+    const checkpointer = file === ':memory:' ? undefined : startWalCheckpointer(file, logger);
+    if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
+    // Once checkpointed, the WAL starts over at this size rather than keeping what it grew to.
+    sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    database = { db, dialect: 'sqlite', close: () => db.destroy() };
+    database = {
+      db,
+      dialect: 'sqlite',
+      close: async () => {
+        await checkpointer?.stop();
+        await db.destroy();
+      },
+    };
     seedStatistics = () => seedPlannerStatistics(sqlite);
   }
   try {

@@ -89,6 +89,10 @@ export class LogSweeps {
         .execute(),
       this.db.selectFrom('oauth_states').select('nonce').where('used_at', '<', before).limit(limit).execute(),
     ]);
+    // Operations finished before it, and what is kept per installation (its receiver's health, its send slots) once it is deleted.
+    const operations = await this.db.selectFrom('operations').select('id').where('finished_at', '<', before).limit(limit).execute();
+    const deleted = (eb: ExpressionBuilder<Schema, 'installation_health' | 'installation_pace'>) => eb('installation_id', 'in', eb.selectFrom('installations').select('id').where('status', '=', 'deleted'));
+    const [health, pace] = await Promise.all([this.db.selectFrom('installation_health').select('installation_id').where(deleted).limit(limit).execute(), this.db.selectFrom('installation_pace').select('installation_id').where(deleted).limit(limit).execute()]);
     await this.db.transaction().execute(async (trx) => {
       for (const part of chunks(deliveries.map((row) => row.id))) {
         await trx.deleteFrom('attempts').where('delivery_id', 'in', part).execute();
@@ -98,7 +102,10 @@ export class LogSweeps {
       // Again here: a replay recorded since the select keeps its event's record.
       for (const part of chunks(events.map((row) => row.event_id))) await trx.deleteFrom('events').where('event_id', 'in', part).where(noDeliveryLeft).execute();
       for (const part of chunks(states.map((row) => row.nonce))) await trx.deleteFrom('oauth_states').where('nonce', 'in', part).execute();
+      for (const part of chunks(operations.map((row) => row.id))) await trx.deleteFrom('operations').where('id', 'in', part).execute();
+      for (const part of chunks(health.map((row) => row.installation_id))) await trx.deleteFrom('installation_health').where('installation_id', 'in', part).execute();
+      for (const part of chunks(pace.map((row) => row.installation_id))) await trx.deleteFrom('installation_pace').where('installation_id', 'in', part).execute();
     });
-    return deliveries.length + events.length + states.length;
+    return deliveries.length + events.length + states.length + operations.length + health.length + pace.length;
   }
 }

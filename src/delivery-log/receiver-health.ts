@@ -33,9 +33,20 @@ const judgedByReceiver = (outcome: DeliveryOutcome) => outcome.status === 'deliv
  * records them has committed (not in it: a busy installation's writes would queue on its
  * one row); `finished` are those that write finished (a batch run again finishes nothing
  * twice), in the order they ended. Answers where the installations with failures in this
- * write stand. A crash between the two loses a few counts, no outcome.
+ * write stand. A crash between the two loses a few counts, no outcome. The installations'
+ * rows are written in one transaction: a write of a shared lane's batches touches up to
+ * a hundred, and a commit each was most of the log's commits beside failing receivers.
  */
 export async function recordHealth(db: Kysely<Schema>, known: Set<string>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
+  if (!finished.some(({ outcome }) => judgedByReceiver(outcome))) return [];
+  const inserted: string[] = [];
+  const changes = await db.transaction().execute((trx) => writeHealth(trx, known, inserted, finished, now));
+  // Known once committed: a transaction rolled back leaves the row to insert next time.
+  for (const installationId of inserted) known.add(installationId);
+  return changes;
+}
+
+async function writeHealth(db: Kysely<Schema>, known: Set<string>, inserted: string[], finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
   const byInstallation = new Map<string, { createdAt: number; outcome: DeliveryOutcome }[]>();
   for (const { installationId, createdAt, outcome } of finished) {
     if (judgedByReceiver(outcome)) byInstallation.set(installationId, [...(byInstallation.get(installationId) ?? []), { createdAt, outcome }]);
@@ -54,7 +65,7 @@ export async function recordHealth(db: Kysely<Schema>, known: Set<string>, finis
       // One statement: the row is inserted once (rows are never deleted, `known` remembers them).
       if (!known.has(installationId)) {
         await db.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_since: null, last_success_at: now, last_failure_at: null, last_failure_status: null, last_failure_error: null }).onConflict((oc) => oc.column('installation_id').doNothing()).execute();
-        known.add(installationId);
+        inserted.push(installationId);
       }
       await db
         .updateTable('installation_health')

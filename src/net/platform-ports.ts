@@ -1,7 +1,13 @@
 import { listeningPorts, processTrees } from '../system/procfs';
 
-/** A rescan for a port not seen yet happens at most this often: scans read all of /proc. */
-const RESCAN_MS = 1000;
+/**
+ * A rescan for a port not seen yet happens at most this often: a scan reads all of /proc,
+ * every socket of the host and every descriptor of the platform's processes (beside 100
+ * receivers that hang, 4,000 sockets: one scan a second was 5% of the process's time).
+ * Platform processes listen on new ports when they start, and each start is watched
+ * (`watchProcess`), which makes the next check scan at once.
+ */
+const RESCAN_MS = 10_000;
 
 /**
  * Every TCP port a platform process listens on: ports named up front (the API's, the
