@@ -5,6 +5,7 @@ import type { OperationRecords } from '../delivery-log/operation-records';
 import type { ReceiverHealthReads } from '../delivery-log/receiver-health';
 import type { PendingDelivery } from '../delivery-log/rows';
 import type { Logger } from '../logger';
+import { handOverAccepted } from '../delivery-log/hand-over';
 
 /** Deliveries an operation's page takes. */
 export const OPERATION_PAGE = 500;
@@ -26,9 +27,7 @@ export interface OperationPage {
 
 /** The activities of background operations (see operationWorkflow): each page idempotent, so a retried one does nothing twice. */
 export function createOperationActivities(deps: OperationDependencies) {
-  /** Recorded is accepted: a hand-over that fails is left to the stranded sweep (1,000 a minute), not retried into a second record. */
-  const handOver = (deliveries: PendingDelivery[]) =>
-    deps.ingest.handOverRecorded(deliveries).catch((err: Error) => deps.logger.warn({ err: err.message, deliveries: deliveries.length }, 'an operation’s deliveries recorded but not handed over yet; the stranded sweep hands them over'));
+  const handOver = (deliveries: PendingDelivery[]) => handOverAccepted(deps.ingest, deliveries, deps.logger);
 
   return {
     /** Counts what the operation will handle and records it; answers when it began (ms since 1970). */

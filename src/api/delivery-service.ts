@@ -3,6 +3,7 @@ import type { EventRecords } from '../delivery-log/event-records';
 import type { Delivery, DeliveryFilter, DeliverySummary, PageCursor } from '../delivery-log/types';
 import { notFound } from './errors';
 import type { IngestService } from '../ingest/ingest-service';
+import { handOverAccepted } from '../delivery-log/hand-over';
 import type { PageTokens } from './page-tokens';
 import { activeTraceparent } from '../tracing';
 import type { Logger } from '../logger';
@@ -27,15 +28,14 @@ export class DeliveryService {
 
   /**
    * A new delivery with the same body and eventId (`<eventId>:<installationId>:replay-<n>`),
-   * recorded, then handed over. Recorded, a replay is accepted: if its hand-over fails, the
-   * sweep of stranded deliveries hands it over (1,000 a minute), so the caller is not told
-   * to try again (a retry would record, and deliver, a second replay).
+   * recorded, then handed over (see handOverAccepted): the caller is not told to try again
+   * if the hand-over fails (a retry would record, and deliver, a second replay).
    */
   async replay(original: DeliverySummary): Promise<string> {
     const trace = activeTraceparent();
     const [replay] = await this.events.recordReplays([original]);
     if (!replay) throw notFound('delivery'); // purged since it was read
-    await this.ingest.handOverRecorded([{ ...replay, ...(trace && { trace }) }]).catch((err: Error) => this.logger.warn({ err: err.message, replay: replay.id }, 'a replay recorded but not handed over yet; the stranded sweep hands it over'));
+    await handOverAccepted(this.ingest, [{ ...replay, ...(trace && { trace }) }], this.logger);
     return replay.id;
   }
 }
