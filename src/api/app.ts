@@ -21,11 +21,13 @@ import { integrationRoutes } from './routes/integrations';
 import { oauthRoutes, runtimeRoutes } from './routes/runtime';
 import { traceRequests } from '../tracing/koa';
 import { listenOn } from '../net/listen';
+import { consoleRoutes } from './routes/console';
+import { consolePages } from './console-pages';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
-  const routes = new RouteTable(new Authenticator(deps.directory, deps.adminToken, deps.installationTokens, deps.installations), new EngineWait(deps.client));
-  for (const mount of [systemRoutes, tenancyRoutes, integrationRoutes, installationRoutes, runtimeRoutes, oauthRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
+  const routes = new RouteTable(new Authenticator(deps.directory, deps.adminToken, deps.installationTokens, deps.installations, deps.consoleSessions), new EngineWait(deps.client));
+  for (const mount of [systemRoutes, consoleRoutes, tenancyRoutes, integrationRoutes, installationRoutes, runtimeRoutes, oauthRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
 
   const app = new Koa({ proxy: false });
   app.use(traceRequests);
@@ -38,6 +40,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   app.use(boundedUrl);
   app.use(codecCors(deps.codecCorsOrigins));
   app.use(methodNotAllowed);
+  app.use(consolePages());
   app.use(routes.router.routes());
   return { app, routes };
 }

@@ -2,8 +2,14 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiError, notFound } from './errors';
 import type { DirectoryIndex, Principal } from '../delivery-log/directory-index';
 import { TtlCache } from '../ttl-cache';
+import type { Context } from 'koa';
+import type { ConsoleSessions } from '../delivery-log/console-sessions';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationTokens } from '../integrations/installation-tokens';
+
+/** The console's session cookie (see ConsoleSessions). */
+export const SESSION_COOKIE = 'platform_session';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export type Caller =
   | { kind: 'admin' }
@@ -40,10 +46,26 @@ export class Authenticator {
     adminToken: string,
     private readonly installationTokens: InstallationTokens,
     private readonly installations: InstallationIndex,
+    private readonly sessions?: ConsoleSessions,
     ttlMs = 5_000,
   ) {
     this.adminDigest = digestOf(adminToken);
     this.principals = new TtlCache(ttlMs, (hash) => directory.principal(hash));
+  }
+
+  /**
+   * The caller of a request: its bearer token, or else its console session's (the cookie
+   * `platform_session`), whose state-changing requests must carry the session's CSRF token
+   * in `X-CSRF-Token` (the cookie is SameSite=Strict besides).
+   */
+  async resolveRequest(ctx: Context): Promise<Caller> {
+    const authorization = ctx.get('authorization');
+    const secret = authorization ? undefined : ctx.cookies.get(SESSION_COOKIE);
+    if (!secret || !this.sessions) return this.resolve(authorization);
+    const session = await this.sessions.find(secret);
+    if (!session) throw new ApiError(401, 'unauthorized', 'the console session ended or expired; sign in again');
+    if (!SAFE_METHODS.has(ctx.method) && !sameSecret(ctx.get('x-csrf-token'), session.csrf)) throw new ApiError(403, 'csrf_token_invalid', 'a console request that changes something must carry the session’s X-CSRF-Token');
+    return this.resolve(`Bearer ${session.token}`);
   }
 
   async resolve(authorization: string | undefined): Promise<Caller> {

@@ -22,6 +22,7 @@ import { InstallationTokens } from '../integrations/installation-tokens';
 import type { OperationRecords } from '../delivery-log/operation-records';
 import type { ReceiverHealthReads } from '../delivery-log/receiver-health';
 import { OperationService } from './operation-service';
+import type { ConsoleSessions } from '../delivery-log/console-sessions';
 
 /** The stores the API reads and writes, opened by the process (src/platform/stores.ts). */
 export interface ApiStores {
@@ -34,6 +35,7 @@ export interface ApiStores {
   assets: AssetStore;
   operations: OperationRecords;
   health: ReceiverHealthReads;
+  consoleSessions: ConsoleSessions;
 }
 
 /** What the API is built from: the process's parts (src/platform/parts.ts) and the API's own settings. */
@@ -81,6 +83,8 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'encryptionKey' | 
   /** Background operations: started, read and cancelled. */
   operations: OperationService;
   health: ReceiverHealthReads;
+  /** The web console's sign-ins. */
+  consoleSessions: ConsoleSessions;
 }
 
 /** The one place the API's services are wired together. */
@@ -100,5 +104,6 @@ export function buildApiDeps({ stores, encryptionKey, httpLimits: _limits, ...se
     oauthStates: new OAuthStates(encryptionKey, stores.db),
     operations: new OperationService(settings.client, settings.taskQueue, stores.operations),
     health: stores.health,
+    consoleSessions: stores.consoleSessions,
   };
 }

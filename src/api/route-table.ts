@@ -62,12 +62,17 @@ export class RouteTable {
     private readonly engine: EngineWait,
   ) {}
 
+  /** Who a bearer token is, as every route takes it (the console's sign-in checks its token so). */
+  authenticate(authorization: string): Promise<Caller> {
+    return this.auth.resolve(authorization);
+  }
+
   add<Body = undefined>(spec: RouteSpec, handler: Handler<Body>): void {
     this.specs.push(spec);
     const parser = bodyErrorsAreTheClients(spec.rawBodyLimit === undefined ? koaBody({ jsonLimit: spec.bodyLimit ?? '1mb', formLimit: '1mb', textLimit: '1mb' }) : rawBody(spec.rawBodyLimit));
     const route = (ctx: Context) => (spec.ownDeadline ? serve(ctx) : this.engine.run(() => serve(ctx)));
     const serve = async (ctx: Context) => {
-      const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolve(ctx.get('authorization'));
+      const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolveRequest(ctx);
       if (spec.access === 'admin') requireAdmin(caller);
       if (caller.kind === 'installation' && !spec.installation) throw new ApiError(403, 'forbidden', `an installation token may not call ${spec.method.toUpperCase()} ${spec.path}; it reads and configures its own installation only`);
       if (spec.rawBodyLimit === undefined && (spec.body || spec.parseBody)) checkJsonBody(ctx);

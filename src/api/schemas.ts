@@ -148,6 +148,7 @@ export const deliverySchema: SchemaObject = {
     replayOf: { type: 'string' },
     attemptCount: { type: 'integer' },
     workflow: { ...workflowLinkSchema, description: 'The delivery shard run that made its last attempt; url opens it in the Temporal UI (PLATFORM_TEMPORAL_UI_URL)' },
+    payload: { type: 'string', description: 'The body as its receiver got it (every attempt sends these bytes); in a delivery read alone, not in lists' },
     attempts: { type: 'array', items: attemptSchema },
   },
 };

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, SelectQueryBuilder } from 'kysely';
 import type { DeliveriesTable, Schema } from './schema';
 import { attemptOf } from './rows';
+import type { Encryption } from '../encryption';
 import type { Delivery, DeliveryFilter, DeliveryStatus, DeliverySummary, PageCursor, WorkflowLink } from './types';
 
 /** Ranges merged in one compound SELECT at most (SQLite refuses more than 500 arms). */
@@ -16,6 +17,7 @@ const iso = (ms: number | null | undefined): string | undefined => (ms === null 
 export class DeliveryReads {
   constructor(
     private readonly db: Kysely<Schema>,
+    private readonly encryption: Encryption,
     /** Builds the Temporal UI link of a shard run (PLATFORM_TEMPORAL_UI_URL). */
     private readonly workflowUrl: (workflowId: string, runId: string) => string | undefined = () => undefined,
   ) {}
@@ -36,7 +38,7 @@ export class DeliveryReads {
     const row = await this.db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) return undefined;
     const attempts = await this.db.selectFrom('attempts').selectAll().where('delivery_id', '=', id).orderBy('attempt').execute();
-    return { ...this.summaryOf(row), attempts: attempts.map((attempt) => ({ ...attemptOf(attempt), ...this.linkOf(attempt.workflow_id, attempt.run_id) })) };
+    return { ...this.summaryOf(row), payload: this.encryption.open(row.body), attempts: attempts.map((attempt) => ({ ...attemptOf(attempt), ...this.linkOf(attempt.workflow_id, attempt.run_id) })) };
   }
 
   /** The shard run that made an attempt (or a delivery's last), with its page in the Temporal UI; nothing if none did. */

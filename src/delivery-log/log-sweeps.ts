@@ -105,6 +105,8 @@ export class LogSweeps {
       for (const part of chunks(operations.map((row) => row.id))) await trx.deleteFrom('operations').where('id', 'in', part).execute();
       for (const part of chunks(health.map((row) => row.installation_id))) await trx.deleteFrom('installation_health').where('installation_id', 'in', part).execute();
       for (const part of chunks(pace.map((row) => row.installation_id))) await trx.deleteFrom('installation_pace').where('installation_id', 'in', part).execute();
+      // Console sessions long expired (an expired one is refused whatever its row).
+      await trx.deleteFrom('console_sessions').where('expires_at', '<', before).execute();
     });
     return deliveries.length + events.length + states.length + operations.length + health.length + pace.length;
   }

@@ -250,6 +250,19 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0011-console-sessions': {
+    // The web console's sign-ins: a session by the hash of its cookie, the token it acts with sealed.
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('console_sessions')
+        .addColumn('id_hash', 'text', (c) => c.primaryKey())
+        .addColumn('token', 'text', (c) => c.notNull())
+        .addColumn('csrf', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /**

@@ -136,6 +136,16 @@ export interface OperationsTable {
   finished_at: number | null;
 }
 
+/** The web console's sessions (see ConsoleSessions). */
+export interface ConsoleSessionsTable {
+  id_hash: string;
+  /** The bearer token the session acts with, sealed. */
+  token: string;
+  csrf: string;
+  created_at: number;
+  expires_at: number;
+}
+
 /** OAuth states spent (each may be used once); kept past their expiry, then purged. */
 export interface OAuthStatesTable {
   nonce: string;
@@ -211,6 +221,7 @@ export interface Schema {
   operations: OperationsTable;
   installation_pace: InstallationPaceTable;
   oauth_states: OAuthStatesTable;
+  console_sessions: ConsoleSessionsTable;
   organizations: OrganizationsTable;
   users: UsersTable;
   integration_logs: IntegrationLogsTable;

@@ -37,6 +37,8 @@ export interface DeliverySummary {
 }
 
 export interface Delivery extends DeliverySummary {
+  /** The body as its receiver got it: every attempt sends these bytes. */
+  payload: string;
   /** Each with the shard run that made it (a delivery's attempts may span runs). */
   attempts: (AttemptRecord & { workflow?: WorkflowLink })[];
 }

@@ -12,6 +12,7 @@ import { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { AssetStore } from '../delivery-log/asset-store';
 import { OperationRecords } from '../delivery-log/operation-records';
 import { ReceiverHealthReads } from '../delivery-log/receiver-health';
+import { ConsoleSessions } from '../delivery-log/console-sessions';
 import { PaceRecords } from '../delivery-log/pace-records';
 import { trackPendingRetries } from '../metrics';
 import type { Logger } from '../logger';
@@ -44,6 +45,7 @@ export interface PlatformStores {
   operations: OperationRecords;
   health: ReceiverHealthReads;
   pace: PaceRecords;
+  consoleSessions: ConsoleSessions;
   close(): Promise<void>;
 }
 
@@ -53,7 +55,7 @@ export async function openStores(options: StoreOptions): Promise<PlatformStores>
   const encryption = new Encryption(options.encryptionKey, options.decryptionKeys);
   const ui = options.temporalUiUrl?.replace(/\/+$/, '');
   const workflowUrl = (workflowId: string, runId: string) => (ui ? `${ui}/namespaces/${encodeURIComponent(options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history` : undefined);
-  const deliveries = new DeliveryReads(database.db, workflowUrl);
+  const deliveries = new DeliveryReads(database.db, encryption, workflowUrl);
   trackPendingRetries(() => deliveries.countRetrying());
   return {
     db: database.db,
@@ -68,6 +70,7 @@ export async function openStores(options: StoreOptions): Promise<PlatformStores>
     operations: new OperationRecords(database.db),
     health: new ReceiverHealthReads(database.db),
     pace: new PaceRecords(database.db),
+    consoleSessions: new ConsoleSessions(database.db, encryption),
     close: () => database.close(),
   };
 }

@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Context, Next } from 'koa';
+
+/** Where `npm run build` writes the console (src/platform/bundle-console.ts). */
+export const CONSOLE_DIST = path.join(__dirname, '..', '..', 'web');
+
+/**
+ * Nothing but the console's own script and style runs or loads; it talks to this origin
+ * only, and no other site may frame it. Everything that came from outside (payloads,
+ * answers, URLs, names) is rendered as text by the console, never as markup.
+ */
+export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const ASSETS: Record<string, string> = { 'console.js': 'text/javascript; charset=utf-8', 'console.css': 'text/css; charset=utf-8' };
+
+/**
+ * Serves the web console: its page for /console and every path under it (the console
+ * routes in the page), and its two assets, read once from the build. The data comes from
+ * the API's routes, with the session's cookie.
+ */
+export function consolePages(): (ctx: Context, next: Next) => Promise<void> {
+  const files = new Map<string, Buffer>();
+  const read = (name: string) => {
+    let file = files.get(name);
+    if (!file) files.set(name, (file = readFileSync(path.join(CONSOLE_DIST, name))));
+    return file;
+  };
+  return async (ctx, next) => {
+    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || !(ctx.path === '/console' || ctx.path.startsWith('/console/')) || ctx.path === '/console/session') return next();
+    const asset = /^\/console\/assets\/([a-z.]+)$/.exec(ctx.path)?.[1];
+    ctx.set('Content-Security-Policy', CONSOLE_CSP);
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    if (asset !== undefined) {
+      if (!ASSETS[asset]) return next();
+      ctx.type = ASSETS[asset];
+      ctx.set('Cache-Control', 'no-cache');
+      ctx.body = read(asset);
+      return;
+    }
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = read('index.html');
+  };
+}

@@ -1,0 +1,68 @@
+/** The console's calls to the API: this origin, the session's cookie, its CSRF token on changes. */
+
+export interface Session {
+  csrfToken: string;
+  caller: { kind: 'admin' | 'member'; userId?: string; orgs?: string[] };
+}
+
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let csrfToken = '';
+
+export function useSessionToken(token: string): void {
+  csrfToken = token;
+}
+
+export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
+  const response = await fetch(path, { method, headers, credentials: 'same-origin', ...(body !== undefined && { body: JSON.stringify(body) }) });
+  if (response.status === 204) return undefined as T;
+  const answer = (await response.json().catch(() => ({}))) as { message?: string };
+  if (!response.ok) throw new ApiFailure(response.status, answer.message ?? `${response.status} ${response.statusText}`);
+  return answer as T;
+}
+
+export interface Attempt {
+  attempt: number;
+  startedAt: string;
+  durationMs: number;
+  statusCode?: number;
+  error?: string;
+  errorMessage?: string;
+  responseBody?: string;
+  nextDelayMs?: number;
+  workflow?: { workflowId: string; runId: string; url?: string };
+}
+
+export interface DeliverySummary {
+  id: string;
+  eventId: string;
+  installationId: string;
+  organizationId?: string;
+  eventType: string;
+  url?: string;
+  status: string;
+  createdAt: string;
+  completedAt?: string;
+  failureReason?: string;
+  skipReason?: string;
+  replayOf?: string;
+  attemptCount?: number;
+}
+
+export interface Delivery extends DeliverySummary {
+  payload: string;
+  attempts: Attempt[];
+}
+
+/** A link from outside (the Temporal UI's) is followed only if it is http(s). */
+export const safeHref = (url: string | undefined): string | undefined => (url && /^https?:\/\//i.test(url) ? url : undefined);

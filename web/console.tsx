@@ -1,0 +1,80 @@
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiFailure, useSessionToken, type Session } from './api';
+import { DeliveriesPage, DeliveryPage } from './deliveries';
+
+/** Where the console is: its pages are paths under /console, changed without a reload. */
+function usePath(): [string, (to: string) => void] {
+  const [path, setPath] = useState(location.pathname + location.search);
+  useEffect(() => {
+    const back = () => setPath(location.pathname + location.search);
+    addEventListener('popstate', back);
+    return () => removeEventListener('popstate', back);
+  }, []);
+  return [path, (to) => (history.pushState(null, '', to), setPath(to))];
+}
+
+function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState<string>();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    try {
+      onSignedIn(await api<Session>('POST', '/console/session', { token }));
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <main>
+      <form class="signin" onSubmit={submit} aria-labelledby="signin-title">
+        <h1 id="signin-title">Sign in to the console</h1>
+        <label>
+          Token
+          <input type="password" name="token" autocomplete="off" required value={token} onInput={(e) => setToken(e.currentTarget.value)} />
+        </label>
+        {error && <p class="error" role="alert">{error}</p>}
+        <button type="submit">Sign in</button>
+      </form>
+    </main>
+  );
+}
+
+function Console() {
+  const [session, setSession] = useState<Session | null>();
+  const [path, go] = usePath();
+  useEffect(() => {
+    api<Session>('GET', '/console/session').then(
+      (found) => (useSessionToken(found.csrfToken), setSession(found)),
+      (err: unknown) => (err instanceof ApiFailure && err.status === 401 ? setSession(null) : setSession(null)),
+    );
+  }, []);
+  if (session === undefined) return <p>Loading…</p>;
+  if (session === null) return <SignIn onSignedIn={(found) => (useSessionToken(found.csrfToken), setSession(found))} />;
+  const signOut = async () => {
+    await api('DELETE', '/console/session');
+    setSession(null);
+  };
+  const delivery = /^\/console\/deliveries\/([^/?]+)/.exec(path)?.[1];
+  return (
+    <>
+      <header>
+        <h1>Integration platform</h1>
+        <nav aria-label="Console">
+          <a href="/console" onClick={(e) => (e.preventDefault(), go('/console'))}>
+            Deliveries
+          </a>
+        </nav>
+        <span>
+          {session.caller.kind === 'admin' ? 'administrator' : session.caller.userId}{' '}
+          <button type="button" class="secondary" onClick={signOut}>
+            Sign out
+          </button>
+        </span>
+      </header>
+      <main>{delivery ? <DeliveryPage id={decodeURIComponent(delivery)} go={go} /> : <DeliveriesPage session={session} go={go} />}</main>
+    </>
+  );
+}
+
+render(<Console />, document.getElementById('console')!);
