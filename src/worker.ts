@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Worker, type State, type WorkflowBundleOption } from '@temporalio/worker';
@@ -81,7 +82,11 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     await options.client.workflow.start(workflow, { workflowId, taskQueue: options.taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING' });
   }
   const connection = await NativeConnection.connect({ address: options.address });
-  const activities = createActivities({ ...options, ...options.stores });
+  const stopped = new AbortController();
+  // Every attempt batch in flight listens to it.
+  setMaxListeners(0, stopped.signal);
+  // Attempt batches start no attempt once the stop has begun (see AttemptBatchDependencies.draining).
+  const activities = createActivities({ ...options, ...options.stores, draining: stopped.signal });
   const workflows = workflowsOf(options.workflowBundle, options.tracing !== undefined);
   const shared = {
     connection,
@@ -114,7 +119,6 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
     }),
   ];
   const [main] = workers as [Worker, Worker];
-  const stopped = new AbortController();
   const shutdown = () => {
     stopped.abort();
     for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { PortalLinks } from '../src/api/portal-links';
+import { verifySignature } from '../src/webhooks/signature';
+import { runCli } from './support/cli';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -21,12 +24,13 @@ describe('the web console, in a real browser', function () {
   let tenant: { org: string; token: string };
   let other: { org: string; token: string };
   let failedId = '';
+  let hook: { id: string };
 
   before(async function () {
     mkdirSync(SCREENSHOTS, { recursive: true });
     [browser] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), platform.start(), receiver.start()]);
     [tenant, other] = [await platform.tenant(), await platform.tenant()];
-    await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, receiver.url, { space_content_updated: true });
+    hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, receiver.url, { space_content_updated: true });
     const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp', { revisionId: HOSTILE }));
     failedId = ingest.body.deliveries[0];
     assert.equal((await platform.finalDelivery(failedId, tenant.token)).status, 'failed');
@@ -118,6 +122,61 @@ describe('the web console, in a real browser', function () {
     await page.getByLabel('Token').waitFor();
     const after = await platform.http('GET', '/console/session', { headers: { cookie: `platform_session=${cookie.value}` } });
     assert.equal(after.status, 401, 'the old cookie opens nothing');
+    await page.context().close();
+  });
+
+  it('opens a delivery portal link on its installation alone: its deliveries, replay, and a secret rotation both signatures verify across', async function () {
+    const link = await platform.http('POST', `/v1/installations/${hook.id}/portal-link`, { token: tenant.token, body: { expiresInSeconds: 600 } });
+    assert.equal(link.status, 201);
+    assert.ok(Date.parse(link.body.expiresAt) > Date.now() + 590_000);
+    const portalToken = new URL(link.body.url).pathname.split('/')[2]!;
+    const fromCli = await runCli(['installations', 'portal-link', hook.id, '--expires', '120'], { env: { ...process.env, PLATFORM_API_URL: platform.api.url, PLATFORM_TOKEN: tenant.token } });
+    assert.equal(fromCli.code, 0, fromCli.stderr);
+    assert.match(fromCli.stdout, new RegExp(`^${platform.api.url}/portal/plk_\\S+\nworks until `));
+    assert.equal((await platform.http('POST', `/v1/installations/${hook.id}/portal-link`, { token: other.token, body: {} })).status, 404, 'not for another organization');
+    // Anything outside its installation is not there, whatever the route.
+    for (const route of ['/v1/installations', `/v1/orgs/${tenant.org}`, '/v1/integrations', `/v1/deliveries?installation=ins_somebodyelse`]) {
+      assert.equal((await platform.http('GET', route, { token: portalToken })).status, 404, route);
+    }
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(link.body.url);
+    await page.getByRole('heading', { name: 'Webhook deliveries' }).waitFor();
+    await page.getByRole('row').filter({ hasText: failedId.split(':')[0]! }).first().waitFor();
+    assert.equal(await page.getByLabel('Organization').count(), 0, 'no organization to choose: one installation');
+    await shot(page, 'portal-deliveries');
+    await page.getByRole('row').filter({ hasText: failedId.split(':')[0]! }).filter({ hasText: 'failed' }).getByRole('link').click();
+    await page.getByRole('button', { name: 'Replay' }).click();
+    assert.match((await page.getByRole('status').getByRole('link').textContent())!, /:replay-\d+$/, 'replayed from the portal');
+    await page.getByRole('link', { name: 'Deliveries' }).click();
+    // Rotating from the portal: the next delivery carries both signatures, each verifying with its secret.
+    const oldSecret = (await platform.http('GET', `/v1/installations/${hook.id}/signing-secret`, { token: tenant.token })).body.secret;
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('status').filter({ hasText: 'Rotated' }).waitFor();
+    const newSecret = (await page.getByLabel('Secret value').textContent())!;
+    assert.notEqual(newSecret, oldSecret);
+    await shot(page, 'portal-secret-rotated');
+    const before = receiver.requests.length;
+    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'));
+    const received = await waitFor(async () => receiver.requests.slice(before).find((request) => request.body.includes(ingest.body.eventId)), 30_000, 'the delivery after the rotation');
+    const header = received.headers['x-platform-signature'] as string;
+    assert.equal(header.match(/v1=/g)?.length, 2, header);
+    assert.ok(verifySignature(header, received.body, newSecret).valid, 'with the new secret');
+    assert.ok(verifySignature(header, received.body, oldSecret).valid, 'with the old one, still valid');
+    await page.context().close();
+  });
+
+  it('refuses an expired portal link and an altered one with a page that says so', async function () {
+    const expired = new PortalLinks(process.env.TEST_ENCRYPTION_KEY!).issue(hook.id, tenant.org, 60, Date.now() - 120_000).token;
+    const good = new PortalLinks(process.env.TEST_ENCRYPTION_KEY!).issue(hook.id, tenant.org, 60).token;
+    const altered = good.replace(/.(?=\.)/, (c) => (c === 'A' ? 'B' : 'A'));
+    const page = await (await browser.newContext()).newPage();
+    for (const [token, says] of [[expired, /expired/], [altered, /not valid/]] as const) {
+      const answer = await page.goto(`${platform.api.url}/portal/${token}`);
+      assert.equal(answer!.status(), 401);
+      assert.match((await page.getByRole('alert').textContent())!, says);
+      assert.equal((await platform.http('GET', '/v1/deliveries', { token })).status, 401, 'nor does the API take it');
+    }
+    await shot(page, 'portal-link-refused');
     await page.context().close();
   });
 

@@ -15,15 +15,22 @@ export class ApiFailure extends Error {
 }
 
 let csrfToken = '';
+/** A delivery portal link's token: the portal's requests act with it, not with a session. */
+let portalToken: string | undefined;
 
 export function useSessionToken(token: string): void {
   csrfToken = token;
 }
 
+export function usePortalToken(token: string): void {
+  portalToken = token;
+}
+
 export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
+  if (portalToken) headers.Authorization = `Bearer ${portalToken}`;
+  else if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
   const response = await fetch(path, { method, headers, credentials: 'same-origin', ...(body !== undefined && { body: JSON.stringify(body) }) });
   if (response.status === 204) return undefined as T;
   const answer = (await response.json().catch(() => ({}))) as { message?: string };

@@ -1,10 +1,11 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure, useSessionToken, type Session } from './api';
-import { DeliveriesPage, DeliveryPage } from './deliveries';
+import { DeliveriesPage, DeliveryPage, type View } from './deliveries';
+import { Portal, portalTokenOf } from './portal';
 
 /** Where the console is: its pages are paths under /console, changed without a reload. */
-function usePath(): [string, (to: string) => void] {
+export function usePath(): [string, (to: string) => void] {
   const [path, setPath] = useState(location.pathname + location.search);
   useEffect(() => {
     const back = () => setPath(location.pathname + location.search);
@@ -56,6 +57,7 @@ function Console() {
     setSession(null);
   };
   const delivery = /^\/console\/deliveries\/([^/?]+)/.exec(path)?.[1];
+  const view: View = { base: '/console', portal: false, go };
   return (
     <>
       <header>
@@ -72,9 +74,13 @@ function Console() {
           </button>
         </span>
       </header>
-      <main>{delivery ? <DeliveryPage id={decodeURIComponent(delivery)} go={go} /> : <DeliveriesPage session={session} go={go} />}</main>
+      <main>{delivery ? <DeliveryPage id={decodeURIComponent(delivery)} view={view} /> : <DeliveriesPage session={session} view={view} />}</main>
     </>
   );
 }
 
-render(<Console />, document.getElementById('console')!);
+const portal = portalTokenOf(location.pathname);
+const root = document.getElementById('console')!;
+// The page's "Loading" text goes: the console replaces it.
+root.replaceChildren();
+render(portal ? <Portal token={portal} usePath={usePath} /> : <Console />, root);

@@ -19,8 +19,16 @@ function Status({ status }: { status: string }) {
   return <span class={`status status-${status}`}>{status}</span>;
 }
 
-export function DeliveriesPage({ session, go }: { session: Session; go: (to: string) => void }) {
-  const [filters, setFilters] = useState<Filters>({ org: session.caller.orgs?.[0] ?? '', installation: '', status: '', eventId: '' });
+/** Where a view's links go: the console's pages, or a portal link's (`/portal/<token>`), which shows one installation. */
+export interface View {
+  base: string;
+  portal: boolean;
+  go: (to: string) => void;
+}
+
+export function DeliveriesPage({ session, view }: { session?: Session; view: View }) {
+  const { base, go } = view;
+  const [filters, setFilters] = useState<Filters>({ org: session?.caller.orgs?.[0] ?? '', installation: '', status: '', eventId: '' });
   const [applied, setApplied] = useState(filters);
   const [items, setItems] = useState<DeliverySummary[]>([]);
   const [next, setNext] = useState<string>();
@@ -58,14 +66,18 @@ export function DeliveriesPage({ session, go }: { session: Session; go: (to: str
     <section aria-labelledby="deliveries-title">
       <h2 id="deliveries-title">Deliveries</h2>
       <form class="filters" onSubmit={(e) => (e.preventDefault(), setApplied(filters))}>
-        <label>
-          Organization
-          <input name="org" {...field('org')} />
-        </label>
-        <label>
-          Installation
-          <input name="installation" {...field('installation')} />
-        </label>
+        {!view.portal && (
+          <>
+            <label>
+              Organization
+              <input name="org" {...field('org')} />
+            </label>
+            <label>
+              Installation
+              <input name="installation" {...field('installation')} />
+            </label>
+          </>
+        )}
         <label>
           Status
           <select name="status" {...field('status')}>
@@ -97,7 +109,7 @@ export function DeliveriesPage({ session, go }: { session: Session; go: (to: str
             {items.map((item) => (
               <tr key={item.id}>
                 <td>
-                  <a href={`/console/deliveries/${encodeURIComponent(item.id)}`} onClick={(e) => (e.preventDefault(), go(`/console/deliveries/${encodeURIComponent(item.id)}`))}>
+                  <a href={`${base}/deliveries/${encodeURIComponent(item.id)}`} onClick={(e) => (e.preventDefault(), go(`${base}/deliveries/${encodeURIComponent(item.id)}`))}>
                     {new Date(item.createdAt).toLocaleString()}
                   </a>
                 </td>
@@ -128,7 +140,8 @@ export function DeliveriesPage({ session, go }: { session: Session; go: (to: str
   );
 }
 
-export function DeliveryPage({ id, go }: { id: string; go: (to: string) => void }) {
+export function DeliveryPage({ id, view }: { id: string; view: View }) {
+  const { base, go } = view;
   const [delivery, setDelivery] = useState<Delivery>();
   const [error, setError] = useState<string>();
   const [replayed, setReplayed] = useState<string>();
@@ -176,7 +189,7 @@ export function DeliveryPage({ id, go }: { id: string; go: (to: string) => void 
         {replayed && (
           <p class="notice" role="status">
             Replayed as{' '}
-            <a href={`/console/deliveries/${encodeURIComponent(replayed)}`} onClick={(e) => (e.preventDefault(), go(`/console/deliveries/${encodeURIComponent(replayed)}`))}>
+            <a href={`${base}/deliveries/${encodeURIComponent(replayed)}`} onClick={(e) => (e.preventDefault(), go(`${base}/deliveries/${encodeURIComponent(replayed)}`))}>
               {replayed}
             </a>
           </p>

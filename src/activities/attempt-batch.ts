@@ -62,6 +62,12 @@ export interface AttemptBatchDependencies {
   pace?: PaceRecords;
   /** Told where the receivers that failed deliveries in a write stand (see createAutoPause). */
   afterOutcomes?: (changes: HealthChange[]) => Promise<void>;
+  /**
+   * Aborted when the worker begins to stop: attempts in flight have its drain time to end
+   * by themselves, and none starts meanwhile (a retry falling due in the drain went out
+   * and was cut off at its end, the receiver's answer unread: recorded interrupted).
+   */
+  draining?: AbortSignal;
 }
 
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
@@ -180,7 +186,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     // the SDK sends is a write of the server. A batch waiting for its retries' time (2 s at
     // most) sends none; one whose receiver hangs for the 10 s attempt timeout sends two.
     const { heartbeatTimeoutMs } = Context.current().info;
-    const { stopping, superseded, either, release } = batchCancellation(Context.current());
+    const { stopped, stopping, superseded, either, release } = batchCancellation(Context.current(), deps.draining);
     const heartbeat = heartbeatTimeoutMs ? setInterval(() => Context.current().heartbeat(), heartbeatTimeoutMs / 2) : undefined;
     // The batch carried many events: its span (the activity's) links to each one's.
     trace.getActiveSpan()?.addLinks(linksTo(input.entries.map((entry) => entry.trace)));
@@ -246,7 +252,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (!outcome) {
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
             await starts.submit({ started, run: input });
-            outcome = await tracedAttempt(delivery, entry, target!, stopping).catch(async (err: unknown) => {
+            outcome = await tracedAttempt(delivery, entry, target!, stopped).catch(async (err: unknown) => {
               if (!isNoRoom(err) && !(err instanceof UnsentError)) throw err;
               // No attempt was made: the same one is made later, not taken for interrupted.
               await deps.attempts.forgetStarted([started]);

@@ -46,9 +46,11 @@ export async function waitUntil(at: number, stopping: AbortSignal): Promise<void
 
 /** How a batch run's cancellation bears on its attempts. */
 export interface BatchCancellation {
+  /** Aborted when this worker stops (past its drain time): its attempts in flight end at once, recorded `interrupted`. */
+  stopped: AbortSignal;
   /**
-   * Aborted when this worker stops (past its drain time): its attempts in flight end at
-   * once, recorded `interrupted`; those not yet sent go back to the shard for another worker.
+   * Aborted once this worker begins to stop (its drain; `stopped` at the latest): attempts
+   * not yet sent go back to the shard for another worker, none starts in the drain.
    */
   stopping: AbortSignal;
   /**
@@ -65,19 +67,33 @@ export interface BatchCancellation {
   release(): void;
 }
 
-export function batchCancellation(context: Context): BatchCancellation {
-  const [stopping, superseded] = [new AbortController(), new AbortController()];
+/** `draining`: the worker's, aborted when its stop begins (see AttemptBatchDependencies.draining). */
+export function batchCancellation(context: Context, draining?: AbortSignal): BatchCancellation {
+  const [stopped, stopping, superseded] = [new AbortController(), new AbortController(), new AbortController()];
   const either = AbortSignal.any([stopping.signal, superseded.signal]);
   // Every attempt of the batch waits on them (its retry time, its answer): Node's warning past 10 listeners is no leak here.
-  for (const signal of [stopping.signal, superseded.signal, either]) setMaxListeners(0, signal);
+  for (const signal of [stopped.signal, stopping.signal, superseded.signal, either]) setMaxListeners(0, signal);
   const { cancellationSignal } = context;
   const onCancel = () => {
     const shutdown = context.cancellationDetails?.workerShutdown || (cancellationSignal.reason as Error | undefined)?.message === 'WORKER_SHUTDOWN';
+    if (shutdown) stopped.abort();
     (shutdown ? stopping : superseded).abort();
   };
+  const onDrain = () => stopping.abort();
   if (cancellationSignal.aborted) onCancel();
   else cancellationSignal.addEventListener('abort', onCancel, { once: true });
-  return { stopping: stopping.signal, superseded: superseded.signal, either, release: () => cancellationSignal.removeEventListener('abort', onCancel) };
+  if (draining?.aborted) onDrain();
+  else draining?.addEventListener('abort', onDrain, { once: true });
+  return {
+    stopped: stopped.signal,
+    stopping: stopping.signal,
+    superseded: superseded.signal,
+    either,
+    release: () => {
+      cancellationSignal.removeEventListener('abort', onCancel);
+      draining?.removeEventListener('abort', onDrain);
+    },
+  };
 }
 
 /** When an entry's attempt may go out here: its retry's time, with a margin if read on another worker's clock. */

@@ -26,7 +26,7 @@ import { consolePages } from './console-pages';
 
 /** Mounts every resource's routes in one place, behind one error middleware. */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
-  const routes = new RouteTable(new Authenticator(deps.directory, deps.adminToken, deps.installationTokens, deps.installations, deps.consoleSessions), new EngineWait(deps.client));
+  const routes = new RouteTable(new Authenticator(deps.directory, deps.adminToken, deps.installationTokens, deps.installations, deps.consoleSessions, deps.portalLinks), new EngineWait(deps.client));
   for (const mount of [systemRoutes, consoleRoutes, tenancyRoutes, integrationRoutes, installationRoutes, runtimeRoutes, oauthRoutes, eventRoutes, deliveryRoutes, codecRoutes]) mount(routes, deps);
 
   const app = new Koa({ proxy: false });
@@ -40,7 +40,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   app.use(boundedUrl);
   app.use(codecCors(deps.codecCorsOrigins));
   app.use(methodNotAllowed);
-  app.use(consolePages());
+  app.use(consolePages(deps.portalLinks));
   app.use(routes.router.routes());
   return { app, routes };
 }

@@ -4,6 +4,7 @@ import type { DirectoryIndex, Principal } from '../delivery-log/directory-index'
 import { TtlCache } from '../ttl-cache';
 import type { Context } from 'koa';
 import type { ConsoleSessions } from '../delivery-log/console-sessions';
+import type { PortalLinks } from './portal-links';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationTokens } from '../integrations/installation-tokens';
 
@@ -15,7 +16,9 @@ export type Caller =
   | { kind: 'admin' }
   | { kind: 'member'; userId: string; orgs: string[] }
   /** An integration's code, with its installation's token: its own installation only. */
-  | { kind: 'installation'; installationId: string; org: string; scopes: string[] };
+  | { kind: 'installation'; installationId: string; org: string; scopes: string[] }
+  /** A receiver, through a delivery portal link: that installation's deliveries and secret only, until the link expires. */
+  | { kind: 'portal'; installationId: string; org: string };
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 export const newUserToken = (): string => `ptk_${randomBytes(32).toString('base64url')}`;
@@ -47,6 +50,7 @@ export class Authenticator {
     private readonly installationTokens: InstallationTokens,
     private readonly installations: InstallationIndex,
     private readonly sessions?: ConsoleSessions,
+    private readonly portalLinks?: PortalLinks,
     ttlMs = 5_000,
   ) {
     this.adminDigest = digestOf(adminToken);
@@ -80,10 +84,22 @@ export class Authenticator {
       if (!installation || installation.status === 'deleted' || installation.status === 'paused') throw unauthorized();
       return { kind: 'installation', installationId: installation.id, org: installation.target.org, scopes: installation.scopes };
     }
+    if (token.startsWith('plk_') && this.portalLinks) {
+      const grant = this.portalLinks.verify(token);
+      if (grant === 'expired') throw new ApiError(401, 'portal_link_expired', 'this portal link has expired: ask the installation’s owner for a new one');
+      const installation = grant && (await this.installations.getMany([grant.installationId])).get(grant.installationId);
+      if (!installation || installation.status === 'deleted' || installation.target.org !== grant!.org) throw unauthorized();
+      return { kind: 'portal', installationId: installation.id, org: installation.target.org };
+    }
     const principal = await this.principals.get(hashToken(token));
     if (!principal) throw unauthorized();
     return { kind: 'member', ...principal };
   }
+}
+
+/** The one installation an installation token or a portal link acts for; undefined for people. */
+export function scopedInstallation(caller: Caller): string | undefined {
+  return caller.kind === 'installation' || caller.kind === 'portal' ? caller.installationId : undefined;
 }
 
 export function requireAdmin(caller: Caller): void {

@@ -23,6 +23,7 @@ import type { OperationRecords } from '../delivery-log/operation-records';
 import type { ReceiverHealthReads } from '../delivery-log/receiver-health';
 import { OperationService } from './operation-service';
 import type { ConsoleSessions } from '../delivery-log/console-sessions';
+import { PortalLinks } from './portal-links';
 
 /** The stores the API reads and writes, opened by the process (src/platform/stores.ts). */
 export interface ApiStores {
@@ -85,6 +86,8 @@ export interface ApiDeps extends Omit<ApiSettings, 'stores' | 'encryptionKey' | 
   health: ReceiverHealthReads;
   /** The web console's sign-ins. */
   consoleSessions: ConsoleSessions;
+  /** The delivery portal's signed links. */
+  portalLinks: PortalLinks;
 }
 
 /** The one place the API's services are wired together. */
@@ -105,5 +108,6 @@ export function buildApiDeps({ stores, encryptionKey, httpLimits: _limits, ...se
     operations: new OperationService(settings.client, settings.taskQueue, stores.operations),
     health: stores.health,
     consoleSessions: stores.consoleSessions,
+    portalLinks: new PortalLinks(encryptionKey),
   };
 }

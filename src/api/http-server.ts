@@ -12,6 +12,9 @@ export interface HttpLimits {
   connectionsPerClient: number;
 }
 
+/** How long an idle keep-alive connection stays open on the server's side. */
+const KEEP_ALIVE_MS = 65_000;
+
 export const DEFAULT_HTTP_LIMITS: HttpLimits = { headersMs: 10_000, requestMs: 30_000, connectionsPerClient: MAX_CONNECTIONS_PER_CLIENT };
 
 /** An answer written on the socket itself, before (or instead of) Koa: the platform's JSON error shape. */
@@ -47,6 +50,11 @@ export function createHttpServer(listener: http.RequestListener, limits: HttpLim
     res.once('close', () => answering.delete(res));
     listener(req, res);
   });
+  // Idle keep-alive connections are the client's to close: a server closing one first (Node's
+  // 5 s) races the client's next request on it, which then fails unsent ("other side closed":
+  // seen in CI when a busy process's timers ran late). Clients' pools let go sooner (undici
+  // after 4 s); load balancers' idle timeouts are 60 s.
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
   underWay.set(server, answering);
   const perClient = new Map<string, number>();
   server.on('connection', (socket: Socket) => {

@@ -12,7 +12,7 @@ import { configureUpdate, deleteUpdate, installationWorkflowId, moveToVersionUpd
 import { changeOf, IntegrationVersions } from '../integrations/versions';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { SigningSecret } from '../installations/types';
-import { isMember, requireMember, type Caller } from './auth';
+import { isMember, requireMember, scopedInstallation, type Caller } from './auth';
 import type { ApiDeps } from './deps';
 import { badRequest, notFound } from './errors';
 import { IntegrationCatalog } from './integration-catalog';
@@ -39,7 +39,8 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     const stored = INSTALLATION_ID.test(id) ? await deps.installations.get(id) : undefined;
     if (!stored || stored.status === 'deleted') throw notFound('installation');
     // An installation token sees its own installation, and nothing else exists for it.
-    if (caller.kind === 'installation' ? caller.installationId !== stored.id : !isMember(caller, stored.target.org)) throw notFound('installation');
+    const scoped = scopedInstallation(caller);
+    if (scoped !== undefined ? scoped !== stored.id : !isMember(caller, stored.target.org)) throw notFound('installation');
     const { id: _id, integration, version, pinned, target, status, pause, configuration, createdAt, updatedAt, signingSecrets } = stored;
     return { id, integration, ...(version !== undefined && { version }), ...(pinned && { pinned }), target, status, ...(pause && { pause }), configuration: maskCredentials(configuration), createdAt, updatedAt, signingSecrets };
   }

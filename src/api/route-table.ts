@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { SchemaObject } from 'ajv';
 import type { Context, Next } from 'koa';
-import { ApiError } from './errors';
+import { ApiError, notFound } from './errors';
 import type { EngineWait } from './engine-wait';
 import { koaBody } from 'koa-body';
 import { requireAdmin, type Authenticator, type Caller } from './auth';
@@ -21,6 +21,8 @@ export interface RouteSpec {
   access: Access;
   /** Installation tokens may call it too (for their own installation; the handler checks which). */
   installation?: boolean;
+  /** Delivery portal links may call it too (for their own installation; the handler checks which). */
+  portal?: boolean;
   body?: SchemaObject;
   /** Largest accepted body; 1 MiB unless the route says otherwise. */
   bodyLimit?: string;
@@ -74,6 +76,8 @@ export class RouteTable {
     const serve = async (ctx: Context) => {
       const caller: Caller = spec.access === 'anyone' ? { kind: 'member', userId: '', orgs: [] } : await this.auth.resolveRequest(ctx);
       if (spec.access === 'admin') requireAdmin(caller);
+      // A portal link opens its installation's view and nothing else: anything outside it is not there.
+      if (caller.kind === 'portal' && !spec.portal) throw notFound('resource');
       if (caller.kind === 'installation' && !spec.installation) throw new ApiError(403, 'forbidden', `an installation token may not call ${spec.method.toUpperCase()} ${spec.path}; it reads and configures its own installation only`);
       if (spec.rawBodyLimit === undefined && (spec.body || spec.parseBody)) checkJsonBody(ctx);
       const raw = (ctx.request as { body?: unknown }).body;

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ApiClient, CliError } from './api-client';
 import { listDeliveries, replayDelivery, showDelivery } from './deliveries';
-import { pauseOrResume, replayFailed, showHealth, showOperation } from './operations';
+import { pauseOrResume, portalLink, replayFailed, showHealth, showOperation } from './operations';
 import type { Output } from './format';
 import { checkIntegration, newIntegration, publishIntegration, type Terminal } from './authoring';
 import { install, listIntegrations, moveToVersion, setConfiguration } from './integrations';
@@ -38,6 +38,9 @@ Usage:
                            in the background (an operation), followed with a progress bar
   platform installations health <id>        its receiver: failures in a row, last 24 h
   platform installations pause <id>
+  platform installations portal-link <id> [--expires SECONDS]
+                           a link for the receiver: its deliveries, replays and signing
+                           secret, without an account (1 h unless given, at most 7 days)
   platform installations resume <id> [--held deliver|drop] [--replay-failed]
                            what was held while the platform paused it: delivered in
                            order of ingest (the default) or dropped; --replay-failed also
@@ -85,6 +88,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       follow: { type: 'boolean', short: 'f', default: false },
       held: { type: 'string' },
       'replay-failed': { type: 'boolean', default: false },
+      expires: { type: 'string' },
     },
   });
   const [group, command, id] = positionals;
@@ -149,6 +153,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
     }
   }
   if (group === 'installations' && command === 'health') return showHealth(api, output, id);
+  if (group === 'installations' && command === 'portal-link') return portalLink(api, output, id, values.expires);
   if (group === 'installations' && (command === 'pause' || command === 'resume')) return pauseOrResume(api, output, terminal.progress, id, command, { held: values.held, replayFailed: values['replay-failed'] });
   if (group === 'operations' && (command === 'show' || command === 'cancel')) return showOperation(api, output, id, command === 'cancel');
   throw new CliError(`unknown command "${positionals.join(' ')}"`, 'platform --help lists the commands', 2);

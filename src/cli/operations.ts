@@ -91,3 +91,11 @@ export async function pauseOrResume(api: ApiClient, output: Output, progress: (t
   if (!output.json) progress(`${answer.id} is ${answer.status}; what was held while paused is ${held === 'drop' ? 'dropped' : 'delivered in order of ingest'} by operation ${answer.operation}`);
   await followOperation(api, output, progress, answer.operation);
 }
+
+export async function portalLink(api: ApiClient, output: Output, id: string | undefined, expires: string | undefined): Promise<void> {
+  const usage = 'platform installations portal-link <installation id> [--expires SECONDS]';
+  if (!id) throw new CliError('missing <installation id>', usage, 2);
+  if (expires !== undefined && !/^\d+$/.test(expires)) throw new CliError('--expires is a number of seconds', usage, 2);
+  const link = await api.request<{ url: string; expiresAt: string }>('POST', `/v1/installations/${encodeURIComponent(id)}/portal-link`, expires === undefined ? {} : { expiresInSeconds: Number(expires) });
+  show(output, link, () => `${link.url}\nworks until ${link.expiresAt}`);
+}

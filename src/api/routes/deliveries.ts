@@ -1,6 +1,6 @@
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../../delivery-log/types';
 import { isDeliveryId } from '../../ids';
-import { requireMember, type Caller } from '../auth';
+import { requireMember, scopedInstallation, type Caller } from '../auth';
 import type { ApiDeps } from '../deps';
 import { badRequest, conflict, notFound } from '../errors';
 import { installationService } from '../installation-service';
@@ -25,7 +25,9 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
   async function load(caller: Caller, id: string): Promise<Delivery> {
     const delivery = isDeliveryId(id) ? await store.get(id) : undefined;
     if (!delivery) throw notFound('delivery');
-    requireMember(caller, delivery.organizationId, 'delivery');
+    const scoped = scopedInstallation(caller);
+    if (scoped !== undefined && scoped !== delivery.installationId) throw notFound('delivery');
+    if (scoped === undefined) requireMember(caller, delivery.organizationId, 'delivery');
     return delivery;
   }
 
@@ -33,13 +35,16 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
     {
       method: 'get',
       path: '/v1/deliveries',
-      summary: 'List deliveries, newest first',
+      summary: 'List deliveries, newest first (its installation\'s, with a portal link)',
       access: 'member',
+      portal: true,
       query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'RFC 3339 start time, with its offset', until: 'RFC 3339 end time, with its offset', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${LIST_RULES.pageSize.max} (${LIST_RULES.pageSize.default} unless given)`, pageToken: 'From the previous page' },
       responses: { 200: { description: 'Deliveries without their attempts', schema: listOf(deliverySchema) } },
     },
     async ({ caller, query }) => {
       const pageSize = checkListQuery(query, LIST_RULES);
+      // A portal link lists its installation's deliveries only.
+      if (caller.kind === 'portal') query.installation ??= caller.installationId;
       let orgs: string[];
       if (query.installation) {
         orgs = [(await installations.load(caller, query.installation)).target.org];
@@ -59,8 +64,9 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
     {
       method: 'get',
       path: '/v1/deliveries/:id',
-      summary: 'Read a delivery with every attempt',
+      summary: 'Read a delivery with its payload and every attempt',
       access: 'member',
+      portal: true,
       responses: { 200: { description: 'The delivery', schema: deliverySchema }, 404: { description: 'Not found' } },
     },
     async ({ caller, params }) => ({ status: 200, body: await load(caller, params.id!) }),
@@ -72,6 +78,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       path: '/v1/deliveries/:id/replay',
       summary: 'Replay a finished delivery as a new one with the same body and eventId',
       access: 'member',
+      portal: true,
       responses: { 202: { description: 'The new delivery id' }, 404: { description: 'No such delivery, or its installation is deleted' }, 409: { description: 'The delivery has not finished, or its installation is paused' } },
     },
     async ({ caller, params }) => {

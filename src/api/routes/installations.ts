@@ -6,6 +6,7 @@ import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
 import { installationService, newSigningSecret } from '../installation-service';
 import type { RouteTable } from '../route-table';
+import { PORTAL_LINK_DEFAULT_S, PORTAL_LINK_MAX_S } from '../portal-links';
 import { parse } from '../validation';
 import { installationPauses } from '../../metrics';
 import { createInstallationSchema, healthSchema, installationSchema, listOf, secretSchema } from '../schemas';
@@ -66,9 +67,10 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     {
       method: 'get',
       path: '/v1/installations/:id',
-      summary: 'Read an installation (its own, with an installation token)',
+      summary: 'Read an installation (its own, with an installation token or a portal link)',
       access: 'member',
       installation: true,
+      portal: true,
       responses: { 200: { description: 'The installation', schema: installationSchema }, 404: { description: 'Not found' } },
     },
     async ({ caller, params }) => ({ status: 200, body: api.withUrls(await api.load(caller, params.id!)) }),
@@ -173,7 +175,7 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
   );
 
   routes.add(
-    { method: 'get', path: '/v1/installations/:id/signing-secret', summary: 'Read the signing secret', access: 'member', responses: { 200: { description: 'The current secret', schema: secretSchema } } },
+    { method: 'get', path: '/v1/installations/:id/signing-secret', summary: 'Read the signing secret (its own, with a portal link)', access: 'member', portal: true, responses: { 200: { description: 'The current secret', schema: secretSchema } } },
     async ({ caller, params }) => {
       const { secret, createdAt } = await api.signingSecret(caller, params.id!);
       return { status: 200, body: { secret, createdAt } };
@@ -184,14 +186,32 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     {
       method: 'post',
       path: '/v1/installations/:id/signing-secret/rotate',
-      summary: 'Rotate the signing secret; the old one stays valid for 24 h and is signed with meanwhile',
+      summary: 'Rotate the signing secret; the old one stays valid for 24 h and is signed with meanwhile (its own, with a portal link)',
       access: 'member',
+      portal: true,
       responses: { 200: { description: 'The new secret', schema: secretSchema } },
     },
     async ({ caller, params }) => {
       await api.load(caller, params.id!);
       const { secret, createdAt } = await api.handle(params.id!).executeUpdate(rotateSecretUpdate, { args: [newSigningSecret()] });
       return { status: 200, body: { secret, createdAt } };
+    },
+  );
+
+  routes.add<{ expiresInSeconds?: number }>(
+    {
+      method: 'post',
+      path: '/v1/installations/:id/portal-link',
+      summary: 'A delivery portal link for a webhook installation: a signed, expiring URL that opens its deliveries, their replay and its signing secret to someone without an account',
+      access: 'member',
+      body: { type: 'object', additionalProperties: false, properties: { expiresInSeconds: { type: 'integer', minimum: 60, maximum: PORTAL_LINK_MAX_S, description: `How long the link works (default ${PORTAL_LINK_DEFAULT_S} s, at most 7 days)` } } },
+      responses: { 201: { description: 'The link', schema: { type: 'object', required: ['url', 'expiresAt'], properties: { url: { type: 'string' }, expiresAt: { type: 'string' } } } }, 400: { description: 'Not a webhook installation, or a bad expiry' }, 404: { description: 'Not found' } },
+    },
+    async ({ caller, params, body }) => {
+      const installation = await api.load(caller, params.id!);
+      if (installation.integration !== WEBHOOK_INTEGRATION) throw badRequest('portal links are for webhook installations (receivers)', [{ field: 'id', message: `is an installation of ${installation.integration}` }]);
+      const { token, expiresAt } = deps.portalLinks.issue(installation.id, installation.target.org, body?.expiresInSeconds ?? PORTAL_LINK_DEFAULT_S);
+      return { status: 201, body: { url: `${deps.baseUrl.replace(/\/+$/, '')}/portal/${token}`, expiresAt: new Date(expiresAt).toISOString() } };
     },
   );
 }
