@@ -1,26 +1,22 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { HealthChange } from '../delivery-log/receiver-health';
-import type { PaceRecords } from '../delivery-log/pace-records';
 import type { InstallationIndex } from '../installations/read-model';
 import type { InstallationProjection } from '../installations/types';
 import type { DeliveryOutcome, DeliveryToAttempt } from '../delivery-log/types';
+import type { PendingDelivery } from '../delivery-log/rows';
 import type { Logger } from '../logger';
-import type { DestinationGuard } from '../net/destination-guard';
-import { PLATFORM_VERSION } from '../version';
-import { SIGNATURE_HEADER, signatureHeader, STANDARD_WEBHOOK_HEADERS, standardSignature } from '../webhooks/signature';
-import { createAgents, InterruptedError, postOnce, unlessStopped, UnsentError } from './http-attempt';
+import { UnsentError } from './http-attempt';
 import { OutcomeRecorder } from './outcome-recorder';
 import { createBatchWrites } from './batch-writes';
+import { createAttemptSender, type AttemptSenderDependencies } from './attempt-send';
 import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
 import { batchCancellation, retryOf, timeOf, waitUntil } from './retry-clock';
 import { deliveriesAbsent } from '../metrics';
-import { publicEndpoint } from '../installations/urls';
-import { sendIntervalMs, signsStandard, WEBHOOK_INTEGRATION } from '../installations/webhook';
-import type { IntegrationRuntime } from '../isolates/integration-runtime';
-import { IsolateError, isNoRoom } from '../isolates/isolate-error';
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { contextOf, injectTraceHeaders, inSpan, linksTo, tracer } from '../tracing';
+import { deliversInOrder, sendIntervalMs, WEBHOOK_INTEGRATION } from '../installations/webhook';
+import { isNoRoom } from '../isolates/isolate-error';
+import { trace } from '@opentelemetry/api';
+import { linksTo } from '../tracing';
 
 export interface AttemptBatchInput {
   /** The shard run making the attempts; each record links to it. */
@@ -32,6 +28,8 @@ export interface AttemptBatchInput {
    * the attempt waits for.
    */
   entries: { id: string; attempt: number; trace?: string; notBefore?: number; clock?: string }[];
+  /** Made by an ordered installation's line; a shard's batch leaves such an installation's deliveries to its line. */
+  line?: true;
 }
 
 /** What the shard needs back: nothing for a finished delivery, what is left of the wait for one to retry. */
@@ -48,18 +46,10 @@ export interface AttemptBatchResult {
   again?: true;
 }
 
-export interface AttemptBatchDependencies {
+export interface AttemptBatchDependencies extends AttemptSenderDependencies {
   attempts: AttemptRecords;
   installations: InstallationIndex;
-  /** Events to integration code go into its isolate. */
-  runtime: IntegrationRuntime;
-  /** PLATFORM_BASE_URL: an integration delivery records its installation's public endpoint. */
-  baseUrl: string;
-  webhookGuard: DestinationGuard;
   logger: Logger;
-  attemptTimeoutMs?: number;
-  /** Send slots of installations with a max_per_second (absent: none is throttled). */
-  pace?: PaceRecords;
   /** Told where the receivers that failed deliveries in a write stand (see createAutoPause). */
   afterOutcomes?: (changes: HealthChange[]) => Promise<void>;
   /**
@@ -68,6 +58,8 @@ export interface AttemptBatchDependencies {
    * and was cut off at its end, the receiver's answer unread: recorded interrupted).
    */
   draining?: AbortSignal;
+  /** Deliveries a shard held for an installation that has since become ordered go to its line (see IngestService.handOverRecorded). */
+  handOver?: (deliveries: PendingDelivery[]) => Promise<void>;
 }
 
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
@@ -75,8 +67,14 @@ const NO_ROOM_RETRY_MS = 2000;
 
 /** How far ahead a throttled attempt takes its send slot and waits for it; past it, the shard waits (durably) and asks again. */
 const PACE_HORIZON_MS = 1000;
-/** A 429 without Retry-After holds a throttled installation's sends this long. */
-const PACE_RETRY_AFTER_MS = 1000;
+
+/**
+ * An attempt another workflow's run started this recently may still be going on (its
+ * timeout, a busy worker's write): it is asked for again after BUSY_RETRY_MS, not taken
+ * for interrupted. Older, its run died.
+ */
+const ELSEWHERE_IN_FLIGHT_MS = 60_000;
+const BUSY_RETRY_MS = 2000;
 
 /** How long an attempt's outcome may wait for others to share its write (see OutcomeRecorder). */
 const RECORD_EVERY_MS = 20;
@@ -95,77 +93,8 @@ const supersededFailure = () => new CancelledFailure('a newer run of this batch 
  * was sent but not recorded is sent again (receivers dedupe by eventId).
  */
 export function createAttemptBatch(deps: AttemptBatchDependencies) {
-  const agents = createAgents();
-  /** Where an attempt goes: the webhook's URL, or the integration's public endpoint (what its record names). */
-  const attemptUrl = (target: InstallationProjection) => (target.integration === WEBHOOK_INTEGRATION ? target.url! : publicEndpoint(deps.baseUrl, target.integration, target.id));
+  const { attemptUrl, tracedAttempt } = createAttemptSender(deps);
   const { starts, outcomeWrites } = createBatchWrites(deps);
-
-  /** An event to integration code: its isolate's answer decides as a receiver's would (a timeout is retried). */
-  async function invokeOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
-    const started = Date.now();
-    const record = { attempt, startedAt: new Date(started).toISOString(), url: attemptUrl(target) };
-    try {
-      const answer = await unlessStopped(deps.runtime.invoke(target, JSON.parse(delivery.body) as Record<string, unknown>), stopping);
-      return judge(delivery.id, { ...record, durationMs: Date.now() - started, statusCode: answer.status, responseBody: answer.body.subarray(0, 1024).toString('utf8') }, delivery.interruptedBefore);
-    } catch (err) {
-      // No room in the isolate pool: no attempt was made, and none is spent (see attemptDeliveries).
-      if (isNoRoom(err)) throw err;
-      const timeout = err instanceof IsolateError && err.status === 504;
-      const error = err instanceof InterruptedError ? 'interrupted' : timeout ? 'timeout' : 'network_error';
-      return judge(delivery.id, { ...record, durationMs: Date.now() - started, error, errorMessage: (err as Error).message }, delivery.interruptedBefore);
-    }
-  }
-
-  async function attemptOne(delivery: DeliveryToAttempt, attempt: number, target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
-    if (target.integration !== WEBHOOK_INTEGRATION) return invokeOne(delivery, attempt, target, stopping);
-    const now = Date.now();
-    const secrets = target.signingSecrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
-    const timestamp = Math.floor(now / 1000);
-    const standard = signsStandard(target.configuration) && {
-      [STANDARD_WEBHOOK_HEADERS.id]: delivery.eventId,
-      [STANDARD_WEBHOOK_HEADERS.timestamp]: String(timestamp),
-      [STANDARD_WEBHOOK_HEADERS.signature]: standardSignature(delivery.eventId, timestamp, delivery.body, secrets),
-    };
-    const { retryAfterMs, unsent, ...result } = await postOnce(
-      {
-        url: target.url!,
-        body: delivery.body,
-        pool: target.id,
-        // The attempt's traceparent when tracing: a receiver that traces continues the event's trace.
-        headers: injectTraceHeaders({
-          'Content-Type': 'application/json',
-          'User-Agent': `platform-webhooks/${PLATFORM_VERSION}`,
-          [SIGNATURE_HEADER]: signatureHeader(delivery.body, secrets, timestamp),
-          ...standard,
-        }),
-      },
-      { guard: deps.webhookGuard, agents, timeoutMs: deps.attemptTimeoutMs, signal: stopping },
-    );
-    if (unsent) throw new UnsentError(result.errorMessage);
-    // A throttled installation's receiver asks for less: all its sends wait, then go slower for a while.
-    if (result.statusCode === 429 && deps.pace && sendIntervalMs(target.configuration) !== undefined) await deps.pace.slowDown(target.id, retryAfterMs ?? PACE_RETRY_AFTER_MS);
-    return judge(delivery.id, { attempt, ...result }, delivery.interruptedBefore, retryAfterMs);
-  }
-
-  /**
-   * One attempt in a span of its own: a child of the event's ingest span (so the event's
-   * trace runs from its POST to its receiver), linked to the batch's activity span.
-   */
-  function tracedAttempt(delivery: DeliveryToAttempt, entry: AttemptBatchInput['entries'][number], target: InstallationProjection, stopping: AbortSignal): Promise<DeliveryOutcome> {
-    const batch = trace.getActiveSpan()?.spanContext();
-    const span = tracer.startSpan(
-      target.integration === WEBHOOK_INTEGRATION ? 'webhook attempt' : 'integration event',
-      { kind: SpanKind.CLIENT, links: batch ? [{ context: batch }] : [], attributes: { 'delivery.id': delivery.id, 'delivery.attempt': entry.attempt, 'event.type': delivery.eventType, 'installation.id': delivery.installationId } },
-      contextOf(entry.trace),
-    );
-    return inSpan(span, async () => {
-      const outcome = await attemptOne(delivery, entry.attempt, target, stopping);
-      if (outcome.attempt?.statusCode !== undefined) span.setAttribute('http.response.status_code', outcome.attempt.statusCode);
-      span.setAttribute('delivery.status', outcome.status);
-      if (outcome.status !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.attempt?.error ?? `status ${outcome.attempt?.statusCode ?? outcome.reason}` });
-      return outcome;
-    });
-  }
 
   /**
    * A delivery handed over but not pending is finished (handed over twice), or not in the
@@ -212,6 +141,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       };
       /** Deliveries whose attempt this run did not make (no room in the isolate pool, the worker stopping first): the same attempt is asked for after `inMs`. */
       const later: { id: string; inMs: number }[] = [];
+      const toLine: DeliveryToAttempt[] = [];
       const run = { workflowId: input.workflowId, runId: input.runId };
       const recorder = new OutcomeRecorder(async (part, lastAt) => {
         await outcomeWrites.submit({ outcomes: part, run });
@@ -225,6 +155,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (!delivery) return undefined;
           // Recorded by an earlier run of the batch (written and counted then): its outcome again.
           if (delivery.recorded) return judge(id, delivery.recorded, delivery.interruptedBefore);
+          // Being made by another workflow's run (an ordered line and the shard it took over from): its answer is waited for.
+          if (delivery.interrupted && delivery.interrupted.workflowId !== input.workflowId && Date.now() - Date.parse(delivery.interrupted.startedAt) < ELSEWHERE_IN_FLIGHT_MS) return void later.push({ id, inMs: BUSY_RETRY_MS });
           // Started by an earlier run that died before its answer was recorded: not sent again.
           if (delivery.interrupted) {
             const outcome = judge(id, interruptedRecord(delivery.interrupted), delivery.interruptedBefore);
@@ -236,6 +168,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           if (superseded.aborted) return undefined;
           if (stopping.aborted) return void later.push({ id, inMs: Math.max(0, timeOf(entry) - Date.now()) });
           const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
+          // Ordered since the shard got it: its line attempts it (the shard forgets it).
+          if (!input.line && target && deliversInOrder(target)) return void toLine.push(delivery);
           let outcome = notAttempted(delivery, attempt, target);
           const interval = !outcome && target!.integration === WEBHOOK_INTEGRATION ? sendIntervalMs(target!.configuration) : undefined;
           if (interval !== undefined && deps.pace) {
@@ -251,7 +185,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           }
           if (!outcome) {
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
-            await starts.submit({ started, run: input });
+            // Claimed by another run meanwhile: its attempt, whose answer is waited for.
+            if (!(await starts.submit({ started, run: input }))) return void later.push({ id, inMs: BUSY_RETRY_MS });
             outcome = await tracedAttempt(delivery, entry, target!, stopped).catch(async (err: unknown) => {
               if (!isNoRoom(err) && !(err instanceof UnsentError)) throw err;
               // No attempt was made: the same one is made later, not taken for interrupted.
@@ -272,6 +207,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       });
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
+      // Not handed to the line, they are still pending in the log: the stranded sweep hands them over again.
+      if (toLine.length) await deps.handOver?.(toLine).catch((err: Error) => deps.logger.warn({ err: err.message, deliveries: toLine.length }, 'deliveries of an ordered installation not handed to its line; the stranded sweep will'));
       // What it left to the newer run is not in its answer, which the shard would take as finished: it fails, cancelled, instead.
       if (superseded.aborted) throw supersededFailure();
       deps.logger.debug({ workflowId: input.workflowId, deliveries: written.length, later: later.length }, 'attempt batch');

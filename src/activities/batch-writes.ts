@@ -1,4 +1,4 @@
-import type { AttemptRecords } from '../delivery-log/attempt-records';
+import { startedKey, type AttemptRecords } from '../delivery-log/attempt-records';
 import type { HealthChange } from '../delivery-log/receiver-health';
 import type { DeliveryOutcome, StartedAttempt } from '../delivery-log/types';
 import { GroupCommit } from '../group-commit';
@@ -19,11 +19,14 @@ const OUTCOME_WRITES_TOGETHER = 20;
  * time the log took.
  */
 export function createBatchWrites(deps: { attempts: AttemptRecords; logger: Logger; afterOutcomes?: (changes: HealthChange[]) => Promise<void> }) {
-  const starts = new GroupCommit<{ started: StartedAttempt; run: Run }, void>(async (items) => {
+  /** Answers each attempt's claim: false when another run wrote it first (see recordStarted). */
+  const starts = new GroupCommit<{ started: StartedAttempt; run: Run }, boolean>(async (items) => {
+    const runOf = ({ run }: (typeof items)[number]) => `${run.workflowId}/${run.runId}`;
     const byRun = new Map<string, typeof items>();
-    for (const item of items) byRun.set(item.run.runId, [...(byRun.get(item.run.runId) ?? []), item]);
-    for (const part of byRun.values()) await deps.attempts.recordStarted(part.map((item) => item.started), part[0]!.run);
-    return items.map(() => undefined);
+    for (const item of items) byRun.set(runOf(item), [...(byRun.get(runOf(item)) ?? []), item]);
+    const claimed = new Map<string, Set<string>>();
+    for (const [run, part] of byRun) claimed.set(run, await deps.attempts.recordStarted(part.map((item) => item.started), part[0]!.run));
+    return items.map((item) => claimed.get(runOf(item))!.has(startedKey(item.started.deliveryId, item.started.attempt)));
   }, 1000);
   const outcomeWrites = new GroupCommit<{ outcomes: DeliveryOutcome[]; run: Run }, void>(async (writes) => {
     const health = await deps.attempts.recordWrites(writes);

@@ -68,7 +68,7 @@ const ROLLOUT_PAGE = 100;
 const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === FailureType.notFound;
 
 export function createActivities(deps: ActivityDependencies) {
-  const attemptDeliveries = createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps) });
+  const attemptDeliveries = createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps), handOver: (deliveries) => deps.ingest.handOverRecorded(deliveries) });
   return {
     attemptDeliveries,
     drainLine: createLineDrain(deps, attemptDeliveries),

@@ -52,7 +52,7 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
       if (pending.length === 0) return 'drained';
       for (const delivery of pending) {
         for (let attempt = delivery.attempts + 1; ; ) {
-          const [result] = await attemptBatch({ workflowId, runId, entries: [{ id: delivery.id, attempt }] });
+          const [result] = await attemptBatch({ workflowId, runId, line: true, entries: [{ id: delivery.id, attempt }] });
           // Final, or finished by someone else (absent from the answer).
           if (!result || result.status !== 'pending') break;
           if (!result.again) attempt += 1;

@@ -5,6 +5,9 @@ import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelive
 import { recordHealth, type HealthChange } from './receiver-health';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
+/** An attempt's key in recordStarted's answer. */
+export const startedKey = (deliveryId: string, attempt: number): string => `${deliveryId}#${attempt}`;
+
 type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updated_at' | 'completed_at' | 'attempts' | 'url' | 'workflow_id' | 'run_id'>>;
 
 /**
@@ -36,8 +39,8 @@ export class AttemptRecords {
     const asked = new Map(entries.map((entry) => [entry.id, entry.attempt]));
     const found = new Map<string, DeliveryToAttempt>();
     for (const part of chunks([...asked.keys()])) {
-      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body']).where('id', 'in', part).where('status', '=', 'pending').execute();
-      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), interruptedBefore: 0 });
+      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body', 'created_at']).where('id', 'in', part).where('status', '=', 'pending').execute();
+      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), createdAt: Number(row.created_at), interruptedBefore: 0 });
       const rerun = rows.filter((row) => row.attempts >= asked.get(row.id)!).map((row) => row.id);
       for (const record of rerun.length ? await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', rerun).execute() : []) {
         if (record.attempt === asked.get(record.delivery_id)) found.get(record.delivery_id)!.recorded = attemptOf(record);
@@ -46,10 +49,10 @@ export class AttemptRecords {
       for (const earlier of retried.length ? await this.db.selectFrom('attempts').select(['delivery_id', 'attempt']).where('delivery_id', 'in', retried).where('error', '=', 'interrupted').execute() : []) {
         if (earlier.attempt < asked.get(earlier.delivery_id)!) found.get(earlier.delivery_id)!.interruptedBefore += 1;
       }
-      // Started by a run that died before recording it: its answer is unknown, and it is not sent again.
+      // Started and not recorded: by a run that died (its answer unknown, it is not sent again), or one still making it.
       for (const started of await this.db.selectFrom('attempts_in_flight').selectAll().where('delivery_id', 'in', rows.map((row) => row.id)).execute()) {
         const delivery = found.get(started.delivery_id)!;
-        if (started.attempt === asked.get(started.delivery_id) && !delivery.recorded) delivery.interrupted = { deliveryId: started.delivery_id, attempt: started.attempt, startedAt: new Date(Number(started.started_at)).toISOString(), url: started.url };
+        if (started.attempt === asked.get(started.delivery_id) && !delivery.recorded) delivery.interrupted = { deliveryId: started.delivery_id, attempt: started.attempt, startedAt: new Date(Number(started.started_at)).toISOString(), url: started.url, workflowId: started.workflow_id };
       }
     }
     return found;
@@ -80,16 +83,24 @@ export class AttemptRecords {
     for (const { deliveryId, attempt } of attempts) await this.db.deleteFrom('attempts_in_flight').where('delivery_id', '=', deliveryId).where('attempt', '=', attempt).execute();
   }
 
-  /** Attempts about to go out, written first: a worker that dies before recording their answers leaves them for the next run to find. */
-  async recordStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<void> {
-    if (attempts.length === 0) return;
+  /**
+   * Attempts about to go out, written first: a worker that dies before recording their
+   * answers leaves them for the next run to find. The write is the claim: answers the keys
+   * (`deliveryId#attempt`) written here; an attempt another run wrote first is that run's
+   * to make, not this one's (two runs never send the same attempt).
+   */
+  async recordStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<Set<string>> {
+    const claimed = new Set<string>();
     for (const part of chunks(attempts)) {
-      await this.db
+      const written = await this.db
         .insertInto('attempts_in_flight')
         .values(part.map((started) => ({ delivery_id: started.deliveryId, attempt: started.attempt, started_at: Date.parse(started.startedAt), url: started.url, workflow_id: run.workflowId, run_id: run.runId })))
         .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+        .returning(['delivery_id', 'attempt'])
         .execute();
+      for (const row of written) claimed.add(startedKey(row.delivery_id, row.attempt));
     }
+    return claimed;
   }
 
   /**

@@ -80,10 +80,16 @@ export interface EventRecord {
 
 /** One delivery of an attempt batch, as the log knows it: as planned, with what earlier runs recorded of it. */
 export interface DeliveryToAttempt extends Pick<NewDelivery, 'id' | 'eventId' | 'installationId' | 'eventType' | 'body'> {
+  /** ms since 1970: when it was recorded (its place in an ordered line). */
+  createdAt: number;
   /** The attempt asked for, when an earlier run of the batch recorded it: returned instead of sending it again. */
   recorded?: AttemptRecord;
-  /** The attempt asked for, when an earlier run of the batch started it and died before recording its answer. */
-  interrupted?: StartedAttempt;
+  /**
+   * The attempt asked for, started and not recorded: by an earlier run of the batch that
+   * died before recording its answer, or by another workflow's run (`workflowId`), which
+   * may still be making it (an ordered line and the shard that held its delivery before).
+   */
+  interrupted?: StartedAttempt & { workflowId: string };
   /** Earlier attempts recorded `interrupted`: their answers were never seen. */
   interruptedBefore: number;
 }
