@@ -260,7 +260,13 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const health = await stores.health.read('ins_h');
       assert.deepEqual([health.consecutiveFailures, health.failingSince, health.lastFailure?.statusCode], [0, undefined, 410]);
       assert.ok(health.lastSuccessAt);
-      assert.deepEqual(health.last24h, { delivered: 1, failed: 2, pending: 0, held: 0, successRate: 1 / 3 });
+      const { hourly, ...day } = health.last24h;
+      assert.deepEqual(day, { delivered: 1, failed: 2, pending: 0, held: 0, skipped: 0, successRate: 1 / 3, latencyMs: { p50: 1, p95: 1, attempts: 3 } });
+      assert.equal(hourly.length, 24);
+      // In this hour's bucket, the last (the one before if the hour turned since they were recorded).
+      const busy = hourly.filter((hour) => hour.delivered + hour.failed > 0);
+      assert.deepEqual(busy.map(({ delivered, failed }) => [delivered, failed]), [[1, 2]]);
+      assert.ok(hourly.indexOf(busy[0]!) >= 22);
     });
 
     it('numbers replays on from the last one recorded, of the original or of a replay, and answers nothing for an original purged meanwhile', async function () {

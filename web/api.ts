@@ -73,3 +73,43 @@ export interface Delivery extends DeliverySummary {
 
 /** A link from outside (the Temporal UI's) is followed only if it is http(s). */
 export const safeHref = (url: string | undefined): string | undefined => (url && /^https?:\/\//i.test(url) ? url : undefined);
+
+export interface Installation {
+  id: string;
+  integration: string;
+  version?: number;
+  pinned?: boolean;
+  target: { org: string; space?: string; site?: string };
+  status: string;
+  pause?: { reason: string; at?: string; troubleSince?: string };
+  configuration: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface StatusCounts {
+  delivered: number;
+  failed: number;
+  pending: number;
+  held: number;
+  skipped: number;
+}
+
+export interface Health {
+  consecutiveFailures: number;
+  failingSince?: string;
+  lastSuccessAt?: string;
+  lastFailure?: { at: string; statusCode?: number; error?: string };
+  last24h: StatusCounts & { successRate: number | null; latencyMs: { p50: number; p95: number; attempts: number } | null; hourly: (StatusCounts & { hour: string })[] };
+}
+
+export interface Operation {
+  id: string;
+  status: 'running' | 'done' | 'cancelled';
+  total: number;
+  done: number;
+  failed: number;
+  left: number;
+}
+
+/** The path of an installation's API resource (ids are checked by the API; encoded all the same). */
+export const installationPath = (id: string, rest = ''): string => `/v1/installations/${encodeURIComponent(id)}${rest}`;

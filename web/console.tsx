@@ -2,6 +2,8 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure, useSessionToken, type Session } from './api';
 import { DeliveriesPage, DeliveryPage, type View } from './deliveries';
+import { InstallationPage, InstallationsPage } from './installations';
+import { IntegrationPage, IntegrationsPage } from './integrations';
 import { Portal, portalTokenOf } from './portal';
 
 /** Where the console is: its pages are paths under /console, changed without a reload. */
@@ -56,16 +58,20 @@ function Console() {
     await api('DELETE', '/console/session');
     setSession(null);
   };
-  const delivery = /^\/console\/deliveries\/([^/?]+)/.exec(path)?.[1];
   const view: View = { base: '/console', portal: false, go };
+  const nav = (to: string, label: string) => (
+    <a href={to} aria-current={path === to || (to !== '/console' && path.startsWith(to)) ? 'page' : undefined} onClick={(e) => (e.preventDefault(), go(to))}>
+      {label}
+    </a>
+  );
   return (
     <>
       <header>
         <h1>Integration platform</h1>
         <nav aria-label="Console">
-          <a href="/console" onClick={(e) => (e.preventDefault(), go('/console'))}>
-            Deliveries
-          </a>
+          {nav('/console', 'Deliveries')}
+          {nav('/console/installations', 'Installations')}
+          {nav('/console/integrations', 'Integrations')}
         </nav>
         <span>
           {session.caller.kind === 'admin' ? 'administrator' : session.caller.userId}{' '}
@@ -74,9 +80,21 @@ function Console() {
           </button>
         </span>
       </header>
-      <main>{delivery ? <DeliveryPage id={decodeURIComponent(delivery)} view={view} /> : <DeliveriesPage session={session} view={view} />}</main>
+      <main>
+        <Page path={path} session={session} view={view} />
+      </main>
     </>
   );
+}
+
+/** The console's page for a path (its query, filters, read by the page itself). */
+function Page({ path, session, view }: { path: string; session: Session; view: View }) {
+  const [, section, id] = /^\/console(?:\/(deliveries|installations|integrations)(?:\/([^/?]+))?)?/.exec(path) ?? [];
+  const key = id && decodeURIComponent(id);
+  if (section === 'deliveries' && key) return <DeliveryPage id={key} view={view} />;
+  if (section === 'installations') return key ? <InstallationPage id={key} view={view} /> : <InstallationsPage session={session} view={view} />;
+  if (section === 'integrations') return key ? <IntegrationPage name={key} view={view} /> : <IntegrationsPage session={session} view={view} />;
+  return <DeliveriesPage key={path} session={session} view={view} />;
 }
 
 const portal = portalTokenOf(location.pathname);

@@ -28,7 +28,12 @@ export interface View {
 
 export function DeliveriesPage({ session, view }: { session?: Session; view: View }) {
   const { base, go } = view;
-  const [filters, setFilters] = useState<Filters>({ org: session?.caller.orgs?.[0] ?? '', installation: '', status: '', eventId: '' });
+  // A link may carry filters (an installation's "its deliveries"); the member's first organization otherwise.
+  const [filters, setFilters] = useState<Filters>(() => {
+    const given = new URLSearchParams(location.search);
+    const installation = given.get('installation') ?? '';
+    return { org: given.get('org') ?? (installation ? '' : (session?.caller.orgs?.[0] ?? '')), installation, status: given.get('status') ?? '', eventId: given.get('eventId') ?? '' };
+  });
   const [applied, setApplied] = useState(filters);
   const [items, setItems] = useState<DeliverySummary[]>([]);
   const [next, setNext] = useState<string>();

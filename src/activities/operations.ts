@@ -2,7 +2,7 @@ import { operationPhases, type OperationPhase, type OperationRequest, type PageC
 import type { DeliveryReads } from '../delivery-log/delivery-reads';
 import type { EventRecords } from '../delivery-log/event-records';
 import type { OperationRecords } from '../delivery-log/operation-records';
-import type { ReceiverHealthReads } from '../delivery-log/receiver-health';
+import type { ReceiverHealthReads } from '../delivery-log/health-reads';
 import type { PendingDelivery } from '../delivery-log/rows';
 import type { Logger } from '../logger';
 import { handOverAccepted } from '../delivery-log/hand-over';

@@ -20,7 +20,7 @@ import { PageTokens } from './page-tokens';
 import type { IntegrationRuntime } from '../isolates/integration-runtime';
 import { InstallationTokens } from '../integrations/installation-tokens';
 import type { OperationRecords } from '../delivery-log/operation-records';
-import type { ReceiverHealthReads } from '../delivery-log/receiver-health';
+import type { ReceiverHealthReads } from '../delivery-log/health-reads';
 import { OperationService } from './operation-service';
 import type { ConsoleSessions } from '../delivery-log/console-sessions';
 import { PortalLinks } from './portal-links';

@@ -51,9 +51,14 @@ export function installationService(deps: Pick<ApiDeps, 'client' | 'taskQueue' |
     return installation;
   }
 
-  /** The current signing secret, if the caller may see the installation. */
-  async function signingSecret(caller: Caller, id: string): Promise<SigningSecret> {
-    return (await loadStored(caller, id)).signingSecrets[0]!;
+  /**
+   * The current signing secret, if the caller may see the installation, and until when the
+   * one it replaced is still signed with (a rotation's 24 h), if one is.
+   */
+  async function signingSecret(caller: Caller, id: string): Promise<SigningSecret & { previousExpiresAt?: string }> {
+    const [current, ...older] = (await loadStored(caller, id)).signingSecrets;
+    const previousExpiresAt = older.flatMap((old) => (old.expiresAt && Date.parse(old.expiresAt) > Date.now() ? [old.expiresAt] : [])).sort().at(-1);
+    return { ...current!, ...(previousExpiresAt && { previousExpiresAt }) };
   }
 
   /**

@@ -17,13 +17,18 @@ export class OperationService {
     private readonly records: OperationRecords,
   ) {}
 
+  /** What a bulk replay would replay now: its failed events (once per event) in the range. */
+  countFailed(request: Pick<OperationRequest, 'installationId' | 'since' | 'until'>): Promise<number> {
+    return this.records.countFailedEvents(request.installationId, request.since, request.until);
+  }
+
   /**
    * Starts a bulk replay: counts what it will replay (once per event) and records it, so
    * the caller reads it at once, then starts its workflow; answers its id and that count.
    */
   async replayFailed(request: Omit<OperationRequest, 'id' | 'kind'>): Promise<{ id: string; total: number }> {
     const operation: OperationRequest = { ...request, id: `op_${randomBytes(12).toString('base64url')}`, kind: 'replay_failed' };
-    const total = await this.records.countFailedEvents(request.installationId, request.since, request.until);
+    const total = await this.countFailed(request);
     await this.records.begin(operation, total);
     await this.client.workflow.start(operationWorkflow, { workflowId: operationWorkflowId(operation.id), taskQueue: this.taskQueue, args: [operation] }).catch(async (err: unknown) => {
       // Not started: nothing will run it.

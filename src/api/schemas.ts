@@ -50,6 +50,8 @@ export const installationSchema: SchemaObject = {
   },
 };
 
+const statusCounts = Object.fromEntries(['delivered', 'failed', 'pending', 'held', 'skipped'].map((status) => [status, { type: 'integer' }]));
+
 export const healthSchema: SchemaObject = {
   type: 'object',
   required: ['consecutiveFailures', 'last24h'],
@@ -60,7 +62,13 @@ export const healthSchema: SchemaObject = {
     lastFailure: { type: 'object', properties: { at: { type: 'string' }, statusCode: { type: 'integer' }, error: { type: 'string' } } },
     last24h: {
       type: 'object',
-      properties: { delivered: { type: 'integer' }, failed: { type: 'integer' }, pending: { type: 'integer' }, held: { type: 'integer' }, successRate: { type: ['number', 'null'], description: 'delivered / (delivered + failed)' } },
+      description: 'Deliveries recorded in the 24 hours up to the current one',
+      properties: {
+        ...statusCounts,
+        successRate: { type: ['number', 'null'], description: 'delivered / (delivered + failed)' },
+        latencyMs: { type: ['object', 'null'], description: "Attempts' duration, of the latest 1,000 at most", properties: { p50: { type: 'integer' }, p95: { type: 'integer' }, attempts: { type: 'integer' } } },
+        hourly: { type: 'array', description: 'The same by hour, oldest first', items: { type: 'object', properties: { hour: { type: 'string' }, ...statusCounts } } },
+      },
     },
     pause: pauseSchema,
   },
@@ -184,6 +192,7 @@ export const bulkReplaySchema: SchemaObject = {
   required: ['installation', 'status'],
   additionalProperties: false,
   properties: {
+    dryRun: { type: 'boolean', description: 'Only count what it would replay (200 {count}): nothing starts' },
     installation: id,
     status: { const: 'failed' },
     since: { type: 'string', format: 'date-time' },
@@ -194,5 +203,5 @@ export const bulkReplaySchema: SchemaObject = {
 export const secretSchema: SchemaObject = {
   type: 'object',
   required: ['secret'],
-  properties: { secret: { type: 'string' }, createdAt: { type: 'string' } },
+  properties: { secret: { type: 'string' }, createdAt: { type: 'string' }, previousExpiresAt: { type: 'string', description: 'Until when the secret it replaced is still signed with, after a rotation' } },
 };

@@ -12,16 +12,6 @@ export interface HealthChange {
   gone: boolean;
 }
 
-/** What the API shows of a receiver's health. */
-export interface ReceiverHealth {
-  consecutiveFailures: number;
-  failingSince?: string;
-  lastSuccessAt?: string;
-  lastFailure?: { at: string; statusCode?: number; error?: string };
-  /** Deliveries recorded in the last 24 h, by status, and the share delivered of those finished by a receiver's answer. */
-  last24h: { delivered: number; failed: number; pending: number; held: number; successRate: number | null };
-}
-
 /** How often, at most, a receiver that keeps answering has its last success written. */
 const SUCCESS_EVERY_MS = 1000;
 
@@ -100,46 +90,4 @@ async function writeHealth(db: Kysely<Schema>, known: Set<string>, inserted: str
     changes.push({ installationId, consecutiveFailures: row.consecutive_failures, failingSince: Number(row.failing_since), gone: failures.some(({ outcome }) => outcome.attempt?.statusCode === 410) });
   }
   return changes;
-}
-
-const DAY_MS = 24 * 60 * 60 * 1000;
-
-/** Receivers' health as the API reads it, and its fresh start when a paused installation resumes. */
-export class ReceiverHealthReads {
-  constructor(private readonly db: Kysely<Schema>) {}
-
-  /** A resume starts the count over: the failures before the pause do not pause it again at the next one. */
-  async startOver(installationId: string): Promise<void> {
-    await this.db.updateTable('installation_health').set({ consecutive_failures: 0, failing_since: null }).where('installation_id', '=', installationId).execute();
-  }
-
-  /** An installation's receiver health: its failures in a row, and its last day's deliveries (one range of the installation's index). */
-  read(installationId: string, now = Date.now()): Promise<ReceiverHealth> {
-    return readHealth(this.db, installationId, now);
-  }
-}
-
-async function readHealth(db: Kysely<Schema>, installationId: string, now: number): Promise<ReceiverHealth> {
-  const [row, counts] = await Promise.all([
-    db.selectFrom('installation_health').selectAll().where('installation_id', '=', installationId).executeTakeFirst(),
-    db
-      .selectFrom('deliveries')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('installation_id', '=', installationId)
-      .where('created_at', '>=', now - DAY_MS)
-      .groupBy('status')
-      .execute(),
-  ]);
-  const count = (status: string) => Number(counts.find((c) => c.status === status)?.n ?? 0);
-  const [delivered, failed] = [count('delivered'), count('failed')];
-  const time = (ms: number | null | undefined) => (ms === null || ms === undefined ? undefined : new Date(Number(ms)).toISOString());
-  return {
-    consecutiveFailures: row?.consecutive_failures ?? 0,
-    ...(row?.failing_since != null && { failingSince: time(row.failing_since) }),
-    ...(row?.last_success_at != null && { lastSuccessAt: time(row.last_success_at) }),
-    ...(row?.last_failure_at != null && {
-      lastFailure: { at: time(row.last_failure_at)!, ...(row.last_failure_status !== null && { statusCode: row.last_failure_status }), ...(row.last_failure_error !== null && { error: row.last_failure_error }) },
-    }),
-    last24h: { delivered, failed, pending: count('pending'), held: count('held'), successRate: delivered + failed ? delivered / (delivered + failed) : null },
-  };
 }

@@ -154,6 +154,8 @@ function summaryOf(row: Selectable<InstallationsTable>): InstallationSummary {
   return {
     id: row.id,
     integration: row.integration,
+    ...(row.version !== null && { version: Number(row.version) }),
+    ...(Number(row.pinned) === 1 && { pinned: true as const }),
     target: { org: row.organization_id, ...(row.space_id !== null && { space: row.space_id }), ...(row.site_id !== null && { site: row.site_id }) },
     status: row.status as InstallationStatus,
     events: JSON.parse(row.events) as string[],

@@ -33,6 +33,10 @@ export const holdsEvents = (pause: InstallationPause | undefined): boolean => pa
 export interface InstallationSummary {
   id: string;
   integration: string;
+  /** The integration version it runs (none for webhooks). */
+  version?: number;
+  /** Kept on its version by a member: a new version does not move it. Absent in projections from before pins. */
+  pinned?: boolean;
   target: Target;
   status: InstallationStatus;
   /** Event types the installation selected. */
@@ -50,10 +54,7 @@ export interface InstallationSummary {
 export interface InstallationProjection extends InstallationSummary {
   signingSecrets: SigningSecret[];
   updatedAt: string;
-  /** The installed integration version (none for webhooks), its scopes, the configuration as stored (credentials included). */
-  version?: number;
-  /** Kept on its version by a member: a new version does not move it. Absent in projections from before pins. */
-  pinned?: boolean;
+  /** Its scopes, the configuration as stored (credentials included). */
   scopes: string[];
   configuration: Record<string, unknown>;
 }

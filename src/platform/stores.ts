@@ -11,7 +11,7 @@ import { DirectoryIndex } from '../delivery-log/directory-index';
 import { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { AssetStore } from '../delivery-log/asset-store';
 import { OperationRecords } from '../delivery-log/operation-records';
-import { ReceiverHealthReads } from '../delivery-log/receiver-health';
+import { ReceiverHealthReads } from '../delivery-log/health-reads';
 import { ConsoleSessions } from '../delivery-log/console-sessions';
 import { PaceRecords } from '../delivery-log/pace-records';
 import { trackPendingRetries } from '../metrics';

@@ -89,21 +89,28 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
   );
 
-  routes.add<{ installation: string; status: 'failed'; since?: string; until?: string }>(
+  routes.add<{ dryRun?: boolean; installation: string; status: 'failed'; since?: string; until?: string }>(
     {
       method: 'post',
       path: '/v1/deliveries/replay',
       summary: 'Replay every failed delivery of an installation in a time range (one replay per event), in a background operation: answers its id and how many it will replay',
       access: 'member',
       body: bulkReplaySchema,
-      responses: { 202: { description: 'The operation (GET /v1/operations/{id}) and how many it will replay', schema: { type: 'object', required: ['operation', 'count'], properties: { operation: { type: 'string' }, count: { type: 'integer' } } } }, 404: { description: 'No such installation' }, 409: { description: 'The installation is paused' } },
+      responses: {
+        200: { description: 'With dryRun: how many it would replay, nothing started', schema: { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } } },
+        202: { description: 'The operation (GET /v1/operations/{id}) and how many it will replay', schema: { type: 'object', required: ['operation', 'count'], properties: { operation: { type: 'string' }, count: { type: 'integer' } } } },
+        404: { description: 'No such installation' },
+        409: { description: 'The installation is paused' },
+      },
     },
     async ({ caller, body }) => {
       const details = (['since', 'until'] as const).filter((field) => body[field] !== undefined && isoTime(body[field]!) === undefined).map((field) => ({ field, message: TIME_MESSAGE }));
       if (details.length) throw badRequest('invalid time range', details);
       const installation = await replayTarget(caller, body.installation);
       const time = (value?: string) => (value === undefined ? undefined : isoTime(value));
-      const { id, total } = await deps.operations.replayFailed({ organizationId: installation.target.org, installationId: installation.id, since: time(body.since), until: time(body.until) });
+      const request = { organizationId: installation.target.org, installationId: installation.id, since: time(body.since), until: time(body.until) };
+      if (body.dryRun) return { status: 200, body: { count: await deps.operations.countFailed(request) } };
+      const { id, total } = await deps.operations.replayFailed(request);
       return { status: 202, body: { operation: id, count: total } };
     },
   );

@@ -177,8 +177,8 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
   routes.add(
     { method: 'get', path: '/v1/installations/:id/signing-secret', summary: 'Read the signing secret (its own, with a portal link)', access: 'member', portal: true, responses: { 200: { description: 'The current secret', schema: secretSchema } } },
     async ({ caller, params }) => {
-      const { secret, createdAt } = await api.signingSecret(caller, params.id!);
-      return { status: 200, body: { secret, createdAt } };
+      const { secret, createdAt, previousExpiresAt } = await api.signingSecret(caller, params.id!);
+      return { status: 200, body: { secret, createdAt, ...(previousExpiresAt && { previousExpiresAt }) } };
     },
   );
 
@@ -194,7 +194,9 @@ export function installationRoutes(routes: RouteTable, deps: ApiDeps): void {
     async ({ caller, params }) => {
       await api.load(caller, params.id!);
       const { secret, createdAt } = await api.handle(params.id!).executeUpdate(rotateSecretUpdate, { args: [newSigningSecret()] });
-      return { status: 200, body: { secret, createdAt } };
+      // The read model is written before the update answers: it knows the old secret's end.
+      const { previousExpiresAt } = await api.signingSecret(caller, params.id!);
+      return { status: 200, body: { secret, createdAt, ...(previousExpiresAt && { previousExpiresAt }) } };
     },
   );
 
