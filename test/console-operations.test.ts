@@ -140,4 +140,37 @@ describe('the web console: installations, operations and integrations, in a real
     await shot(page, 'integration');
     await page.context().close();
   });
+
+  it('gives a page an integration serves, on the console’s origin, nothing of a signed-in member’s session', async function () {
+    const script = "fetch('/console/session').then((r) => r.text()).then((t) => (document.title = 'read: ' + t), () => (document.title = 'refused'))";
+    const name = await publishExample(platform, tenant, 'webhook-receiver', {
+      edit: (manifest, code) => [manifest, code.replace("if (request.method !== 'POST') return new Response('Method not allowed', { status: 405 });", `if (request.method === 'GET') return new Response(${JSON.stringify(`<!doctype html><title>waiting</title><script>${script}</script>`)}, { headers: { 'content-type': 'text/html' } });`)],
+    });
+    const page = await signIn();
+    const endpoint = (await install(platform, tenant, name, { forward_url: receiver.url })).urls.publicEndpoint;
+    await page.goto(endpoint);
+    await page.waitForFunction("document.title !== 'waiting'");
+    assert.equal(await page.title(), 'refused', 'its script runs in an origin of its own: the console’s session is not its to read');
+    await page.context().close();
+  });
+});
+
+describe('the web console behind a TLS proxy (PLATFORM_BASE_URL https)', function () {
+  const platform = new TestPlatform(__filename, { https: true, worker: false });
+  before(async () => platform.start());
+  after(async () => platform.stop());
+
+  it('signs in with a Secure cookie, ends the browser’s earlier session at the next sign-in, and lets no cache keep the answer', async function () {
+    const signIn = (cookie?: string) => platform.http('POST', '/console/session', { body: { token: platform.adminToken }, ...(cookie && { headers: { cookie } }) });
+    const first = await signIn();
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    const setCookie = first.headers.get('set-cookie')!;
+    assert.match(setCookie, /platform_session=[^;]+;.*secure/i);
+    assert.match(setCookie, /httponly/i);
+    assert.equal(first.headers.get('cache-control'), 'no-store');
+    const cookie = setCookie.split(';')[0]!;
+    assert.equal((await platform.http('GET', '/console/session', { headers: { cookie } })).status, 200);
+    assert.equal((await signIn(cookie)).status, 201);
+    assert.equal((await platform.http('GET', '/console/session', { headers: { cookie } })).status, 401, 'the earlier session ended');
+  });
 });

@@ -138,6 +138,11 @@ describe('the web console, in a real browser', function () {
     for (const route of ['/v1/installations', `/v1/orgs/${tenant.org}`, '/v1/integrations', `/v1/deliveries?installation=ins_somebodyelse`]) {
       assert.equal((await platform.http('GET', route, { token: portalToken })).status, 404, route);
     }
+    assert.equal((await platform.http('POST', '/console/session', { body: { token: portalToken } })).status, 401, 'a portal link does not sign in to the console');
+    const seen = await platform.http('GET', `/v1/deliveries/${encodeURIComponent(failedId)}`, { token: portalToken });
+    assert.equal(seen.headers.get('cache-control'), 'no-store');
+    assert.ok(seen.body.attempts.length > 0 && seen.body.attempts.every((attempt: { workflow?: unknown }) => attempt.workflow === undefined), 'no workflow runs for the receiver');
+    assert.ok((await platform.http('GET', `/v1/deliveries/${encodeURIComponent(failedId)}`, { token: tenant.token })).body.attempts[0].workflow, 'the member sees them');
     const page = await (await browser.newContext()).newPage();
     await page.goto(link.body.url);
     await page.getByRole('heading', { name: 'Webhook deliveries' }).waitFor();

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -37,6 +38,9 @@ describe('encryption keys: a process that lacks the namespace’s key, and a rot
     const lacking = new EncryptionCodec(newKey);
     await assert.rejects(lacking.decode([sealedOld!]), new RegExp(`sealed with key ${keyIdOf(oldKey)}, which this process lacks`));
     assert.deepEqual([...lacking.unknownKeys], [keyIdOf(oldKey)]);
+    // The worker logs its options, the codec among them, at debug: no key is written out.
+    const written = `${JSON.stringify(new EncryptionCodec(newKey, [oldKey]))} ${inspect(new EncryptionCodec(newKey, [oldKey]), { depth: 5 })}`;
+    for (const key of [newKey, oldKey]) assert.ok(!written.includes(key) && !written.includes(Buffer.from(key, 'base64').toString('hex')), written);
   });
 
   it('refuses to start a process whose keys cannot open the namespace’s workflows, naming both key ids', async function () {

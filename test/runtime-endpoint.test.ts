@@ -71,6 +71,18 @@ describe('the integration runtime: public endpoint, components, API binding, egr
       assert.deepEqual([...seen].map((char) => char.charCodeAt(0)), [...Buffer.from('café', 'utf8')]);
     });
 
+    it('keeps the console’s session from the code both ways, and sandboxes what it answers (the console’s origin is its too)', async function () {
+      const { cookie, installationId } = await probe(
+        "return new Response(JSON.stringify({ cookie: request.headers.get('cookie') }), { headers: [['content-type', 'application/json'], ['set-cookie', 'platform_session=chosen; Path=/'], ['set-cookie', 'theme=dark; Path=/']] });",
+      );
+      assert.equal(cookie, null, 'probe() sends no cookie');
+      const endpoint = (await platform.http('GET', `/v1/installations/${installationId}`, { token: tenant.token })).body.urls.publicEndpoint;
+      const answer = await fetch(endpoint, { headers: { cookie: 'theme=light; platform_session=s3cret; __Host-platform_session=s3cret' } });
+      assert.deepEqual(await answer.json(), { cookie: 'theme=light' }, 'the session cookie is not the code’s to see');
+      assert.deepEqual(answer.headers.getSetCookie(), ['theme=dark; Path=/'], 'nor to set');
+      assert.match(answer.headers.get('content-security-policy')!, /^sandbox allow-scripts/);
+    });
+
     it('builds the environment itself: a caller’s environment part changes nothing', async function () {
       const form = new FormData();
       form.set('event', JSON.stringify({ type: 'fetch', request: { method: 'POST', url: 'http://evil/', headers: {} } }));

@@ -19,7 +19,7 @@ import { REGISTRY_WORKFLOW_ID } from '../contracts/integration';
 import { registryWorkflow } from '../workflows/integration';
 import { integrationRoutes } from './routes/integrations';
 import { oauthRoutes, runtimeRoutes } from './routes/runtime';
-import { traceRequests } from '../tracing/koa';
+import { recordedPath, traceRequests } from '../tracing/koa';
 import { listenOn } from '../net/listen';
 import { consoleRoutes } from './routes/console';
 import { consolePages } from './console-pages';
@@ -35,7 +35,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   app.use(async (ctx, next) => {
     const started = Date.now();
     await next();
-    deps.logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Date.now() - started }, 'request');
+    deps.logger.debug({ method: ctx.method, path: recordedPath(ctx.path), status: ctx.status, ms: Date.now() - started }, 'request');
   });
   app.use(boundedUrl);
   app.use(codecCors(deps.codecCorsOrigins));

@@ -4,6 +4,7 @@ import type { Context, Next } from 'koa';
 import type { FieldIssue } from '../installations/configuration';
 import { FailureType } from '../contracts/failures';
 import type { Logger } from '../logger';
+import { recordedPath } from '../tracing/koa';
 import { ShardBusyError } from '../ingest/shard-client';
 import { isDatabaseUnavailable } from '../delivery-log/database';
 
@@ -95,11 +96,11 @@ export function errorMiddleware(logger: Logger) {
       const status = typeof err.status === 'number' && ((err.status >= 400 && err.status < 500) || (err instanceof ApiError && GATEWAY_STATUSES.includes(err.status))) ? err.status : 500;
       if (status === 503) {
         // The message names the dependency; its gRPC stack tells an operator nothing more.
-        logger.warn({ reason: (err.cause instanceof Error ? err.cause : err).message, method: ctx.method, path: ctx.path }, 'dependency unavailable');
+        logger.warn({ reason: (err.cause instanceof Error ? err.cause : err).message, method: ctx.method, path: recordedPath(ctx.path) }, 'dependency unavailable');
         ctx.set('Retry-After', '1');
       }
       if (status === 500) {
-        logger.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+        logger.error({ err, method: ctx.method, path: recordedPath(ctx.path) }, 'request failed');
         ctx.status = 500;
         ctx.body = { error: 'internal', message: 'Internal server error', details: [] };
         return;

@@ -85,6 +85,8 @@ export class RouteTable {
       const query = Object.fromEntries(Object.entries(ctx.query).map(([key, value]) => [key, Array.isArray(value) ? value[0] : value]));
       const answer = await handler({ ctx, caller, body, params: ctx.params as Record<string, string>, query });
       ctx.status = answer.status;
+      // The API's answers are a caller's (secrets, tokens, deliveries): no cache keeps them, unless the route says (images). Integration code's answers are its own.
+      if (spec.rawBodyLimit === undefined) ctx.set('Cache-Control', 'no-store');
       for (const [name, value] of Object.entries(answer.headers ?? {})) ctx.set(name, value);
       if (answer.body !== undefined) ctx.body = answer.body;
     };

@@ -52,6 +52,8 @@ export interface TestPlatformOptions {
   logger?: Logger;
   /** The API's limits on slow clients and connections per address. */
   httpLimits?: HttpLimits;
+  /** PLATFORM_BASE_URL says https, as behind a TLS proxy (the API itself still listens plain). */
+  https?: true;
 }
 
 export interface HttpAnswer<T = any> {
@@ -127,7 +129,7 @@ export class TestPlatform {
         namespace: this.namespace,
         taskQueue: this.taskQueue,
         databaseUrl: this.databaseUrl,
-        baseUrl: `http://127.0.0.1:${port}`,
+        baseUrl: `${this.options.https ? 'https' : 'http'}://127.0.0.1:${port}`,
         platformPorts: this.platformPorts,
         logger,
         webhookGuard: nowhere ?? webhookGuard(this.options.allowPrivateTargets ?? true, this.platformPorts),

@@ -23,8 +23,11 @@ const callerOf = (caller: Caller) => (caller.kind === 'member' ? { kind: caller.
  */
 export function consoleRoutes(routes: RouteTable, deps: ApiDeps): void {
   const secure = new URL(deps.baseUrl).protocol === 'https:';
-  const setCookie = (ctx: Context, secret: string | null, expiresAt?: number) =>
+  const setCookie = (ctx: Context, secret: string | null, expiresAt?: number) => {
+    // Behind the TLS proxy its https base URL says there is (the API itself listens plain): the cookies library refuses Secure otherwise.
+    if (secure) ctx.cookies.secure = true;
     ctx.cookies.set(SESSION_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure, path: '/', overwrite: true, ...(expiresAt !== undefined ? { expires: new Date(expiresAt) } : { maxAge: 0 }) });
+  };
 
   routes.add<{ token: string }>(
     {
@@ -37,6 +40,9 @@ export function consoleRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
     async ({ ctx, body }) => {
       const caller = await signingIn(body.token);
+      // A sign-in over a session of this browser ends that one (it is not left valid until it expires).
+      const previous = ctx.cookies.get(SESSION_COOKIE);
+      if (previous) await deps.consoleSessions.end(previous);
       const session = await deps.consoleSessions.begin(body.token);
       setCookie(ctx, session.secret, session.expiresAt);
       return { status: 201, body: { csrfToken: session.csrf, caller: callerOf(caller), expiresAt: new Date(session.expiresAt).toISOString() } };
@@ -61,10 +67,10 @@ export function consoleRoutes(routes: RouteTable, deps: ApiDeps): void {
     },
   );
 
-  /** A sign-in's token as the API would take it: installation tokens are for integration code, not people. */
+  /** A sign-in's token as the API would take it: a member's or the administrator's (installation tokens are integration code's, portal links open their own page). */
   async function signingIn(token: string): Promise<Caller> {
     const caller = await routes.authenticate(`Bearer ${token}`);
-    if (caller.kind === 'installation') throw new ApiError(401, 'unauthorized', 'an installation token cannot sign in to the console');
+    if (caller.kind === 'installation' || caller.kind === 'portal') throw new ApiError(401, 'unauthorized', `${caller.kind === 'portal' ? 'a portal link' : 'an installation token'} cannot sign in to the console`);
     return caller;
   }
 }

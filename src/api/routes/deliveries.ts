@@ -11,6 +11,13 @@ import { checkListQuery, isoTime, TIME_MESSAGE } from '../list-query';
 const STATUSES: readonly DeliveryStatus[] = DELIVERY_STATUSES;
 const LIST_RULES = { ids: ['installation', 'eventId', 'org'], choices: { status: STATUSES }, times: ['since', 'until'], pageSize: { default: 50, max: 200 } } as const;
 
+/** A portal link's receiver sees no workflow runs: the Temporal UI's links and run ids are the operators'. */
+function shownTo<T extends { workflow?: unknown; attempts?: { workflow?: unknown }[] }>(caller: Caller, delivery: T): T {
+  if (caller.kind !== 'portal') return delivery;
+  const { workflow: _workflow, ...rest } = delivery;
+  return { ...rest, ...(delivery.attempts && { attempts: delivery.attempts.map(({ workflow: _run, ...attempt }) => attempt) }) } as T;
+}
+
 export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
   const store = deps.deliveries;
   const installations = installationService(deps);
@@ -56,7 +63,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         orgs = query.org ? own.filter((org) => org === query.org) : own;
       }
       const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since), until: query.until === undefined ? undefined : isoTime(query.until) }, pageSize, query.pageToken);
-      return { status: 200, body: page };
+      return { status: 200, body: { ...page, items: page.items.map((item) => shownTo(caller, item)) } };
     },
   );
 
@@ -69,7 +76,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       portal: true,
       responses: { 200: { description: 'The delivery', schema: deliverySchema }, 404: { description: 'Not found' } },
     },
-    async ({ caller, params }) => ({ status: 200, body: await load(caller, params.id!) }),
+    async ({ caller, params }) => ({ status: 200, body: shownTo(caller, await load(caller, params.id!)) }),
   );
 
   routes.add(

@@ -3,7 +3,7 @@ import { PUBLIC_ENDPOINT_ROUTE, publicEndpoint } from '../../installations/urls'
 import { WEBHOOK_INTEGRATION } from '../../installations/webhook';
 import type { OAuthTicketKind } from '../../delivery-log/oauth-states';
 import { IsolateError } from '../../isolates/isolate-error';
-import { HOP_BY_HOP } from '../../net/hop-by-hop';
+import { answerHeadersFromCode, requestHeadersForCode } from '../public-endpoint-headers';
 import type { IsolateAnswer } from '../../isolates/workerd-process';
 import type { ApiDeps } from '../deps';
 import { requireMember, type Caller } from '../auth';
@@ -73,11 +73,9 @@ export function runtimeRoutes(routes: RouteTable, deps: ApiDeps): void {
       // What follows /public as the caller sent it, still encoded: the router's decoded copy
       // would turn %3F into a query and %23 into a fragment of the URL the code is given.
       const subpath = ctx.path.split('/').slice(PUBLIC_ENDPOINT_SEGMENTS).map((segment) => `/${segment}`).join('');
-      const headers = Object.fromEntries(Object.entries(ctx.headers).filter(([name, value]) => !HOP_BY_HOP.has(name) && value !== undefined).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value!]));
-      const event = { type: 'fetch', request: { method: ctx.method, url: `${base}${subpath}${ctx.search}`, headers } };
+      const event = { type: 'fetch', request: { method: ctx.method, url: `${base}${subpath}${ctx.search}`, headers: requestHeadersForCode(ctx.headers) } };
       const answer = await invoking(() => deps.runtime.invoke(installation, event, body.length ? body : undefined));
-      const passed = Object.fromEntries(Object.entries(answer.headers).filter(([name, value]) => !HOP_BY_HOP.has(name) && value !== undefined)) as Record<string, string | string[]>;
-      return { status: answer.status, headers: passed, body: answer.body };
+      return { status: answer.status, headers: answerHeadersFromCode(answer.headers), body: answer.body };
     },
   );
 
