@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { PortalLinks } from '../src/api/portal-links';
@@ -168,6 +170,35 @@ describe('the web console, in a real browser', function () {
     assert.ok(verifySignature(header, received.body, newSecret).valid, 'with the new secret');
     assert.ok(verifySignature(header, received.body, oldSecret).valid, 'with the old one, still valid');
     await page.context().close();
+  });
+
+  it('lets the pages of the sites its organization names embed a portal link, and no other', async function () {
+    const link = (await platform.http('POST', `/v1/installations/${hook.id}/portal-link`, { token: tenant.token, body: {} })).body.url as string;
+    const embedder = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>Partner</title><h1>Partner site</h1><iframe title="Webhook deliveries" src="${link}" width="900" height="600"></iframe>`));
+    await new Promise<void>((resolve) => embedder.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(embedder.address() as AddressInfo).port}`;
+    try {
+      const frameAncestors = async () => /frame-ancestors ([^;]+)/.exec((await platform.http('GET', new URL(link).pathname)).headers.get('content-security-policy')!)![1];
+      assert.equal(await frameAncestors(), "'none'", 'by default, no site');
+      const refused = await platform.http('PUT', `/v1/orgs/${tenant.org}/portal-frame-ancestors`, { token: tenant.token, body: { origins: ['https://a.example/path'] } });
+      assert.equal(refused.status, 400);
+      assert.equal(refused.body.details[0].field, 'origins[0]');
+      assert.equal((await platform.http('PUT', `/v1/orgs/${tenant.org}/portal-frame-ancestors`, { token: other.token, body: { origins: [origin] } })).status, 404, 'not another organization’s member');
+      const set = await platform.http('PUT', `/v1/orgs/${tenant.org}/portal-frame-ancestors`, { token: tenant.token, body: { origins: [origin] } });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      assert.deepEqual(set.body.portalFrameAncestors, [origin]);
+      assert.equal(await frameAncestors(), origin);
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(origin);
+      await page.frameLocator('iframe').getByRole('heading', { name: 'Webhook deliveries' }).waitFor();
+      await page.frameLocator('iframe').getByRole('row').filter({ hasText: failedId.split(':')[0]! }).first().waitFor();
+      await shot(page, 'portal-embedded');
+      await page.context().close();
+      assert.equal((await platform.http('PUT', `/v1/orgs/${tenant.org}/portal-frame-ancestors`, { token: tenant.token, body: { origins: [] } })).status, 200);
+      assert.equal(await frameAncestors(), "'none'");
+    } finally {
+      embedder.close();
+    }
   });
 
   it('refuses an expired portal link and an altered one with a page that says so', async function () {

@@ -40,7 +40,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   app.use(boundedUrl);
   app.use(codecCors(deps.codecCorsOrigins));
   app.use(methodNotAllowed);
-  app.use(consolePages(deps.portalLinks));
+  app.use(consolePages(deps.portalLinks, async (org) => (await deps.directory.organization(org))?.portalFrameAncestors ?? []));
   app.use(routes.router.routes());
   return { app, routes };
 }

@@ -21,7 +21,7 @@ const ASSETS: Record<string, string> = { 'console.js': 'text/javascript; charset
  * a delivery portal link (/portal/<token>), once the link is verified. The data comes from
  * the API's routes, with the session's cookie or the link's token.
  */
-export function consolePages(portalLinks: PortalLinks): (ctx: Context, next: Next) => Promise<void> {
+export function consolePages(portalLinks: PortalLinks, frameAncestorsOf: (org: string) => Promise<string[]>): (ctx: Context, next: Next) => Promise<void> {
   const files = new Map<string, Buffer>();
   const read = (name: string) => {
     let file = files.get(name);
@@ -46,6 +46,9 @@ export function consolePages(portalLinks: PortalLinks): (ctx: Context, next: Nex
         ctx.body = refusedPage(grant === 'expired' ? 'This portal link has expired. Ask the owner of the webhook for a new one.' : 'This portal link is not valid. Check that it was copied whole, or ask the owner of the webhook for a new one.');
         return;
       }
+      // The sites its organization named may embed it (validated origins); no other.
+      const ancestors = await frameAncestorsOf(grant.org);
+      if (ancestors.length) ctx.set('Content-Security-Policy', CONSOLE_CSP.replace("frame-ancestors 'none'", `frame-ancestors ${ancestors.join(' ')}`));
     }
     if (asset !== undefined) {
       if (!ASSETS[asset]) return next();

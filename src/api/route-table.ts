@@ -14,7 +14,7 @@ export const PASS_THROUGH_METHODS = ['get', 'post', 'put', 'patch', 'delete', 'o
 
 export interface RouteSpec {
   /** `all`: every method, for a path that passes requests through (the public endpoint). */
-  method: 'get' | 'post' | 'patch' | 'delete' | 'all';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete' | 'all';
   /** Koa syntax: /v1/installations/:id */
   path: string;
   summary: string;

@@ -104,7 +104,7 @@ export const orgSchema: SchemaObject = {
   type: 'object',
   required: ['id', 'subdomain', 'title'],
   additionalProperties: false,
-  properties: { id: { type: 'string' }, subdomain: { type: 'string' }, title: { type: 'string' } },
+  properties: { id: { type: 'string' }, subdomain: { type: 'string' }, title: { type: 'string' }, portalFrameAncestors: { type: 'array', items: { type: 'string' }, readOnly: true, description: 'Set with PUT /v1/orgs/{id}/portal-frame-ancestors' } },
 };
 
 export const userSchema: SchemaObject = {

@@ -6,6 +6,8 @@ export interface Organization {
   subdomain: string;
   title: string;
   createdAt: string;
+  /** Origins whose pages may frame its delivery portal links (CSP frame-ancestors); none when absent. */
+  portalFrameAncestors?: string[];
 }
 
 export interface DirectoryUser {
@@ -37,8 +39,9 @@ export class DirectoryIndex {
     if (orgs.length) {
       await this.db
         .insertInto('organizations')
-        .values(orgs.map((org) => ({ id: org.id, subdomain: org.subdomain, title: org.title, created_at: Date.parse(org.createdAt) })))
-        .onConflict((oc) => oc.doNothing())
+        .values(orgs.map((org) => ({ id: org.id, subdomain: org.subdomain, title: org.title, created_at: Date.parse(org.createdAt), portal_frame_ancestors: org.portalFrameAncestors?.length ? JSON.stringify(org.portalFrameAncestors) : null })))
+        // Its settings are the workflow's latest (written again after each change); the rest never changes.
+        .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ portal_frame_ancestors: eb.ref('excluded.portal_frame_ancestors') })))
         .execute();
     }
     if (users.length) {
@@ -59,7 +62,7 @@ export class DirectoryIndex {
   /** An organization by id or subdomain. */
   async organization(key: string): Promise<Organization | undefined> {
     const row = await this.db.selectFrom('organizations').selectAll().where((eb) => eb.or([eb('id', '=', key), eb('subdomain', '=', key)])).limit(1).executeTakeFirst();
-    return row && { id: row.id, subdomain: row.subdomain, title: row.title, createdAt: new Date(Number(row.created_at)).toISOString() };
+    return row && { id: row.id, subdomain: row.subdomain, title: row.title, createdAt: new Date(Number(row.created_at)).toISOString(), ...(row.portal_frame_ancestors !== null && { portalFrameAncestors: JSON.parse(row.portal_frame_ancestors) as string[] }) };
   }
 
   async principal(tokenHash: string): Promise<Principal | undefined> {

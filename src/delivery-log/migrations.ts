@@ -263,6 +263,12 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0013-organization-portal-frame-ancestors': {
+    // The sites an organization lets frame its delivery portal links (JSON array of origins; none when null).
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('organizations').addColumn('portal_frame_ancestors', 'text').execute();
+    },
+  },
 };
 
 /**

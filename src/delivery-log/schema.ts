@@ -172,6 +172,8 @@ export interface OrganizationsTable {
   subdomain: string;
   title: string;
   created_at: number;
+  /** JSON array of the origins that may frame its portal links; null: none. */
+  portal_frame_ancestors: string | null;
 }
 
 /** The directory's read model of users: who a bearer token is (by its hash), and their organizations. */

@@ -13,6 +13,8 @@ export const DIRECTORY_WORKFLOW_ID = 'directory';
 
 export const createOrgUpdate = wf.defineUpdate<Organization, [Omit<Organization, 'createdAt'>]>('createOrg');
 export const createUserUpdate = wf.defineUpdate<Omit<DirectoryUser, 'tokenHash'>, [Omit<DirectoryUser, 'createdAt'>]>('createUser');
+/** The origins that may frame an organization's delivery portal links (none: an empty list). */
+export const setPortalFrameAncestorsUpdate = wf.defineUpdate<Organization, [{ org: string; origins: string[] }]>('setPortalFrameAncestors');
 /** Every organization and user: what fills the read model of a directory from before it. */
 export const directoryQuery = wf.defineQuery<DirectoryState>('directory');
 
@@ -24,6 +26,9 @@ const { saveDirectory } = wf.proxyLocalActivities<ReturnType<typeof createActivi
 
 const ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+/** A CSP frame-ancestors origin: scheme and host (a leading `*.` for its subdomains), a port maybe, nothing else. */
+const FRAME_ORIGIN = /^https?:\/\/(\*\.)?[a-z0-9]([a-z0-9.-]{0,200}[a-z0-9])?(:\d{1,5})?$/;
+const MAX_FRAME_ORIGINS = 10;
 
 /**
  * Organizations and users: few writes. Each creation is written to the read model (the
@@ -79,6 +84,27 @@ export async function directoryWorkflow(state: DirectoryState = { orgs: {}, user
         else orgs.filter((org) => typeof org !== 'string' || !has(state.orgs, org)).forEach((org) => details.push({ field: 'orgs', message: `no organization "${org}"` }));
         if (details.length) throw invalid('invalid user', details);
         if (has(state.users, id)) throw conflict(`a user with id "${id}" exists`);
+      },
+    },
+  );
+
+  wf.setHandler(
+    setPortalFrameAncestorsUpdate,
+    async ({ org, origins }) => {
+      const { portalFrameAncestors: _before, ...rest } = state.orgs[org]!;
+      const changed = { ...rest, ...(origins.length && { portalFrameAncestors: [...new Set(origins)] }) };
+      state.orgs[org] = changed;
+      budget.spend();
+      await recorded({ orgs: [changed] });
+      return changed;
+    },
+    {
+      validator: ({ org, origins }) => {
+        if (typeof org !== 'string' || !has(state.orgs, org)) throw invalid('no such organization', [{ field: 'org', message: `no organization "${org}"` }]);
+        const details = [];
+        if (!Array.isArray(origins) || origins.length > MAX_FRAME_ORIGINS) details.push({ field: 'origins', message: `must list at most ${MAX_FRAME_ORIGINS} origins` });
+        else origins.forEach((origin, i) => typeof origin === 'string' && FRAME_ORIGIN.test(origin) ? undefined : details.push({ field: `origins[${i}]`, message: 'must be an origin: http(s)://host[:port] (lowercase, *. for subdomains), no path' }));
+        if (details.length) throw invalid('invalid frame ancestors', details);
       },
     },
   );

@@ -1,6 +1,6 @@
-import { DIRECTORY_WORKFLOW_ID, createOrgUpdate, createUserUpdate } from '../../workflows/directory';
+import { DIRECTORY_WORKFLOW_ID, createOrgUpdate, createUserUpdate, setPortalFrameAncestorsUpdate } from '../../workflows/directory';
 import type { Organization } from '../../delivery-log/directory-index';
-import { hashToken, newUserToken } from '../auth';
+import { hashToken, newUserToken, requireMember } from '../auth';
 import type { ApiDeps } from '../deps';
 import type { RouteTable } from '../route-table';
 import { orgSchema, userSchema } from '../schemas';
@@ -22,6 +22,21 @@ export function tenancyRoutes(routes: RouteTable, { client, organizations }: Api
       const org = await directory().executeUpdate(createOrgUpdate, { args: [body] });
       organizations.remember(org.id);
       return { status: 201, body: org };
+    },
+  );
+
+  routes.add<{ origins: string[] }>(
+    {
+      method: 'put',
+      path: '/v1/orgs/:id/portal-frame-ancestors',
+      summary: 'The sites whose pages may embed the organization’s delivery portal links (CSP frame-ancestors origins; an empty list: none, the default)',
+      access: 'member',
+      body: { type: 'object', required: ['origins'], additionalProperties: false, properties: { origins: { type: 'array', items: { type: 'string', maxLength: 220 }, maxItems: 10, description: 'Origins such as https://app.example.com or https://*.example.com' } } },
+      responses: { 200: { description: 'The organization', schema: orgSchema }, 400: { description: 'Not an origin' }, 404: { description: 'No such organization, or not a member' } },
+    },
+    async ({ caller, params, body }) => {
+      requireMember(caller, params.id!, 'organization');
+      return { status: 200, body: await directory().executeUpdate(setPortalFrameAncestorsUpdate, { args: [{ org: params.id!, origins: body.origins }] }) };
     },
   );
 
