@@ -75,6 +75,21 @@ describe('the web console: installations, operations and integrations, in a real
     await page.context().close();
   });
 
+  it('filters the delivery log by creation time', async function () {
+    const page = await signIn();
+    const local = (ms: number) => new Date(ms - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await page.getByRole('row').filter({ hasText: failedEvents[0]!.split(':')[0]! }).first().waitFor();
+    await page.getByLabel('Created until').fill(local(Date.now() - 3_600_000));
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No deliveries match.').waitFor();
+    await page.getByLabel('Created until').fill('');
+    await page.getByLabel('Created from').fill(local(Date.now() - 3_600_000));
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByRole('row').filter({ hasText: failedEvents[0]!.split(':')[0]! }).first().waitFor();
+    await shot(page, 'deliveries-time-range');
+    await page.context().close();
+  });
+
   it('bulk-replays the failed deliveries of a time range, the count shown before confirming: the receiver gets each once', async function () {
     const page = await signIn();
     await (await openInstallation(page)).getByRole('link', { name: hook.id }).click();

@@ -10,10 +10,15 @@ interface Filters {
   installation: string;
   status: string;
   eventId: string;
+  /** datetime-local values (the browser's zone), sent as RFC 3339. */
+  since: string;
+  until: string;
 }
 
-const queryOf = (filters: Filters, pageToken?: string) =>
-  new URLSearchParams(Object.entries({ ...filters, ...(pageToken && { pageToken }) }).filter(([, value]) => value !== '')).toString();
+const queryOf = (filters: Filters, pageToken?: string) => {
+  const times = { since: filters.since && new Date(filters.since).toISOString(), until: filters.until && new Date(filters.until).toISOString() };
+  return new URLSearchParams(Object.entries({ ...filters, ...times, ...(pageToken && { pageToken }) }).filter(([, value]) => value !== '')).toString();
+};
 
 function Status({ status }: { status: string }) {
   return <span class={`status status-${status}`}>{status}</span>;
@@ -32,7 +37,7 @@ export function DeliveriesPage({ session, view }: { session?: Session; view: Vie
   const [filters, setFilters] = useState<Filters>(() => {
     const given = new URLSearchParams(location.search);
     const installation = given.get('installation') ?? '';
-    return { org: given.get('org') ?? (installation ? '' : (session?.caller.orgs?.[0] ?? '')), installation, status: given.get('status') ?? '', eventId: given.get('eventId') ?? '' };
+    return { org: given.get('org') ?? (installation ? '' : (session?.caller.orgs?.[0] ?? '')), installation, status: given.get('status') ?? '', eventId: given.get('eventId') ?? '', since: '', until: '' };
   });
   const [applied, setApplied] = useState(filters);
   const [items, setItems] = useState<DeliverySummary[]>([]);
@@ -94,6 +99,14 @@ export function DeliveriesPage({ session, view }: { session?: Session; view: Vie
         <label>
           Event id
           <input name="eventId" {...field('eventId')} />
+        </label>
+        <label>
+          Created from
+          <input type="datetime-local" name="since" {...field('since')} />
+        </label>
+        <label>
+          Created until
+          <input type="datetime-local" name="until" {...field('until')} />
         </label>
         <button type="submit">Filter</button>
       </form>
