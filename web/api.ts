@@ -86,21 +86,8 @@ export interface Installation {
   createdAt: string;
 }
 
-export interface StatusCounts {
-  delivered: number;
-  failed: number;
-  pending: number;
-  held: number;
-  skipped: number;
-}
-
-export interface Health {
-  consecutiveFailures: number;
-  failingSince?: string;
-  lastSuccessAt?: string;
-  lastFailure?: { at: string; statusCode?: number; error?: string };
-  last24h: StatusCounts & { successRate: number | null; latencyMs: { p50: number; p95: number; attempts: number } | null; hourly: (StatusCounts & { hour: string })[] };
-}
+// The API's own shapes, types only (nothing of the server is bundled).
+export type { ReceiverHealth as Health, StatusCounts } from '../src/delivery-log/health-reads';
 
 export interface Operation {
   id: string;

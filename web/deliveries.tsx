@@ -20,7 +20,7 @@ const queryOf = (filters: Filters, pageToken?: string) => {
   return new URLSearchParams(Object.entries({ ...filters, ...times, ...(pageToken && { pageToken }) }).filter(([, value]) => value !== '')).toString();
 };
 
-function Status({ status }: { status: string }) {
+export function Status({ status }: { status: string }) {
   return <span class={`status status-${status}`}>{status}</span>;
 }
 

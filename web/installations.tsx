@@ -3,7 +3,7 @@ import { api, installationPath, safeHref, type Health, type Installation, type S
 import { HealthChart } from './health-chart';
 import { BulkReplay, OperationProgress } from './operations';
 import { SigningSecret } from './secret';
-import type { View } from './deliveries';
+import { Status, type View } from './deliveries';
 
 const WEBHOOK = 'webhook';
 const percent = (rate: number | null) => (rate === null ? '—' : `${(rate * 100).toFixed(1)}%`);
@@ -93,7 +93,7 @@ export function InstallationsPage({ session, view }: { session: Session; view: V
                   <small>{installation.integration}</small>
                 </td>
                 <td>
-                  <span class={`status status-${installation.status}`}>{installation.status}</span>
+                  <Status status={installation.status} />
                   {installation.pause && <small> ({installation.pause.reason})</small>}
                 </td>
                 <td>
@@ -191,7 +191,7 @@ export function InstallationPage({ id, view }: { id: string; view: View }) {
         <dl>
           <dt>Status</dt>
           <dd>
-            <span class={`status status-${installation.status}`}>{installation.status}</span>
+            <Status status={installation.status} />
             {installation.pause && ` (${installation.pause.reason}${installation.pause.troubleSince ? `, failing since ${new Date(installation.pause.troubleSince).toLocaleString()}` : ''})`}
           </dd>
           <dt>Integration</dt>
