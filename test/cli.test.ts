@@ -203,6 +203,12 @@ describe('the platform CLI', function () {
       assert.deepEqual(json.items.map((d: any) => d.id).sort(), [...failed].sort());
       const before = JSON.parse((await cli('deliveries', 'list', '--installation', hook.id, '--until', new Date(Date.now() - 3_600_000).toISOString(), '--json')).stdout);
       assert.deepEqual(before.items, []);
+      const ofType = (type: string) => cli('deliveries', 'list', '--event-type', type, '--json');
+      assert.deepEqual(JSON.parse((await ofType('space_content_updated')).stdout).items.map((d: any) => d.id).sort(), [...failed].sort());
+      assert.deepEqual(JSON.parse((await ofType('site_view')).stdout).items, []);
+      const unknown = await ofType('space_updated');
+      assert.equal(unknown.code, 1);
+      assert.match(unknown.stderr, /^error: 400 invalid query: eventType must be one of space_content_updated, /);
     });
 
     it('shows one delivery with its attempts', async function () {

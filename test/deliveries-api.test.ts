@@ -50,10 +50,21 @@ describe('listing and replaying deliveries', function () {
     assert.equal(typeof attempt.durationMs, 'number');
   });
 
-  it('lists and filters by installation, status, eventId, since and until, with pages', async function () {
+  it('lists and filters by installation, status, event type, eventId, since and until, with pages', async function () {
     const all = await listed(`installation=${hook.id}&status=failed`, 3);
     assert.deepEqual(all.items.map((d: any) => d.id).sort(), [...failedIds].sort());
     assert.ok(all.items.every((d: any) => d.status === 'failed' && d.installationId === hook.id && d.eventType === 'space_content_updated'));
+    // By event type: the organization's (its own index), and within an installation or a status.
+    for (const query of ['eventType=space_content_updated', `eventType=space_content_updated&installation=${hook.id}`, 'eventType=space_content_updated&status=failed']) {
+      assert.deepEqual((await get(`/v1/deliveries?${query}`)).body.items.map((d: any) => d.id).sort(), [...failedIds].sort(), query);
+    }
+    for (const query of ['eventType=site_view', `eventType=installation_paused&installation=${hook.id}`, 'eventType=space_content_updated&status=delivered']) {
+      assert.deepEqual((await get(`/v1/deliveries?${query}`)).body.items, [], query);
+    }
+    const pageOfOne = await get('/v1/deliveries?eventType=space_content_updated&limit=1');
+    const next = await get(`/v1/deliveries?eventType=space_content_updated&limit=1&pageToken=${pageOfOne.body.nextPageToken}`);
+    assert.notEqual(next.body.items[0].id, pageOfOne.body.items[0].id);
+    assert.equal(next.body.items[0].eventType, 'space_content_updated');
     const eventId = failedIds[1]!.split(':')[0];
     assert.deepEqual((await listed(`eventId=${eventId}`, 1)).items[0].id, failedIds[1]);
     assert.equal((await get(`/v1/deliveries?installation=${hook.id}&status=delivered`)).body.items.length, 0);
@@ -69,12 +80,15 @@ describe('listing and replaying deliveries', function () {
   });
 
   it('refuses a bad filter with 400 naming it', async function () {
-    const answer = await get(`/v1/deliveries?status=lost&since=yesterday&until=later&pageToken=${encodeURIComponent('not a token!')}`);
+    const answer = await get(`/v1/deliveries?status=lost&eventType=space_updated&since=yesterday&until=later&pageToken=${encodeURIComponent('not a token!')}`);
     assert.equal(answer.status, 400);
-    assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'since', 'until', 'pageToken']);
+    assert.deepEqual(answer.body.details.map((d: any) => d.field), ['status', 'eventType', 'since', 'until', 'pageToken']);
+    // Event types are the catalog's names: what ingest takes, operational events, installations' setup.
+    const eventType = answer.body.details[1].message;
+    for (const type of ['space_content_updated', 'site_view', 'space_gitsync_completed', 'installation_paused', 'installation_setup']) assert.ok(eventType.includes(type), eventType);
     assert.deepEqual((await get('/v1/deliveries?since=%2B275760-09-13T00:00:00.000Z')).body.details.map((d: any) => d.field), ['since']);
     // Times as bulk replay takes them (RFC 3339, with an offset), not whatever Date.parse reads; pages of 1 to 200.
-    for (const query of ['since=2026', 'since=1', 'until=Nov%2022%202026', 'since=2026-11-22T10:00:00', 'limit=0', 'limit=201', 'limit=1e2']) {
+    for (const query of ['since=2026', 'since=1', 'until=Nov%2022%202026', 'since=2026-11-22T10:00:00', 'limit=0', 'limit=201', 'limit=1e2', 'eventType=', 'eventType=ui_render', 'eventType=SITE_VIEW']) {
       const refused = await get(`/v1/deliveries?${query}`);
       assert.equal(refused.status, 400, query);
       assert.deepEqual(refused.body.details.map((d: any) => d.field), [query.split('=')[0]], query);

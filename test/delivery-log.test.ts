@@ -125,15 +125,22 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal((await stores.deliveries.list({ orgs: ['org-list'], since: now + 500 }, 10)).items.length, 2);
       assert.equal((await stores.deliveries.list({ orgs: ['org-list'], status: 'delivered' }, 10)).items.length, 0);
       assert.deepEqual((await stores.deliveries.list({ orgs: ['org-elsewhere'] }, 10)).items, []);
+      // By event type: of the organization, of an installation, of an event.
+      assert.equal((await stores.deliveries.list({ orgs: ['org-list'], eventType: 'space_content_updated' }, 10)).items.length, 9);
+      assert.equal((await stores.deliveries.list({ orgs: ['org-list'], eventType: 'space_content_updated', installation: 'ins_list', status: 'pending' }, 10)).items.length, 8);
+      assert.equal((await stores.deliveries.list({ orgs: ['org-list'], eventType: 'space_content_updated', eventId: 'evt_list_new' }, 10)).items.length, 2);
+      for (const filter of [{}, { installation: 'ins_list' }, { eventId: 'evt_list_new' }]) assert.deepEqual((await stores.deliveries.list({ orgs: ['org-list'], eventType: 'site_view', ...filter }, 10)).items, [], JSON.stringify(filter));
     });
 
-    it('serves lists by installation, by organization and by organization and status from indexes, in index order', async function () {
+    it('serves lists by installation, by organization and by organization and status or event type from indexes, in index order', async function () {
       // The ranges DeliveryReads.list reads (by installation with a status, by organization, by
       // organization and status) and the stranded sweep's, each with the index it must use.
       const ranges: [string, string, RegExp][] = [
         [`installation_id = 'x' AND status = 'failed'`, 'created_at DESC, id DESC', /deliveries_installation_status/],
         [`organization_id = 'a'`, 'created_at DESC, id DESC', /deliveries_organization /i],
         [`organization_id = 'a' AND status = 'failed'`, 'created_at DESC, id DESC', /deliveries_organization_status/],
+        [`organization_id = 'a' AND event_type = 'site_view'`, 'created_at DESC, id DESC', /deliveries_organization_event_type/],
+        [`organization_id = 'a' AND event_type = 'site_view' AND (created_at, id) < (5, 'x')`, 'created_at DESC, id DESC', /deliveries_organization_event_type/],
         [`status = 'pending' AND attempts = 0 AND created_at < 1`, 'created_at, id', /deliveries_pending_age/],
         // After a page cursor: a row comparison, read as a range.
         [`organization_id = 'a' AND (created_at, id) < (5, 'x')`, 'created_at DESC, id DESC', /deliveries_organization /i],
@@ -433,5 +440,35 @@ describe('the delivery log on sqlite, as its planner sees it', function () {
     const again = await stats();
     await again.stores.close();
     assert.deepEqual(again.stat, ['3 1'], 'the real figures stay');
+  });
+
+  it('gives an index a later migration added figures like its table’s: typical beside typical ones, its own ANALYZE beside real ones', async function () {
+    const url = await testDatabaseUrl('sqlite', 'upgraded');
+    const index = 'deliveries_organization_event_type';
+    /** Opens the log as a start after the upgrade does, its statistics as they were before the index: its figures then, and a plan of the organization's list. */
+    const upgraded = async () => {
+      const before = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+      await sql`DELETE FROM sqlite_stat1 WHERE idx = ${index}`.execute(before.db);
+      await before.close();
+      const after = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+      try {
+        const stat = (await sql<{ stat: string }>`SELECT stat FROM sqlite_stat1 WHERE idx = ${index}`.execute(after.db)).rows.map((row) => row.stat);
+        const plan = (await sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT * FROM deliveries WHERE organization_id = 'a' ORDER BY created_at DESC, id DESC LIMIT 51`.execute(after.db)).rows.map((row) => row.detail).join(' | ');
+        return { stat, plan };
+      } finally {
+        await after.close();
+      }
+    };
+    const seeded = await upgraded();
+    assert.deepEqual(seeded.stat, ['1000000 10000 1000 2 1']);
+    // Without figures SQLite took the new index for a few rows and sorted the organization's history.
+    assert.match(seeded.plan, /USING INDEX deliveries_organization \(organization_id=\?\)/, seeded.plan);
+    assert.doesNotMatch(seeded.plan, /TEMP B-TREE/, seeded.plan);
+    const own = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });
+    await own.events.recordEvents([event('evt_upgraded', ['ins_1', 'ins_2', 'ins_3'])]);
+    await sql`ANALYZE`.execute(own.db);
+    await own.close();
+    const analyzed = await upgraded();
+    assert.match(analyzed.stat.join(), /^3 3 3 \d 1$/, 'its own figures (3 rows, one organization and type), as the operator’s ANALYZE would have written');
   });
 });

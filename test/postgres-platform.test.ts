@@ -21,6 +21,13 @@ describe('the platform on PostgreSQL', function () {
     assert.deepEqual(delivery.attempts.map((a: any) => a.statusCode), [503, 200]);
     const listed = await platform.http('GET', `/v1/deliveries?installation=${hook.id}`, { token: tenant.token });
     assert.deepEqual(listed.body.items.map((d: any) => d.id), [delivery.id]);
+    const ofType = async (query: string) => (await platform.http('GET', `/v1/deliveries?${query}`, { token: tenant.token })).body.items.map((d: any) => d.id);
+    assert.deepEqual(await ofType('eventType=space_content_updated'), [delivery.id]);
+    assert.deepEqual(await ofType(`eventType=space_content_updated&installation=${hook.id}&status=delivered`), [delivery.id]);
+    assert.deepEqual(await ofType('eventType=site_view'), []);
+    const unknown = await platform.http('GET', '/v1/deliveries?eventType=space_updated', { token: tenant.token });
+    assert.equal(unknown.status, 400);
+    assert.deepEqual(unknown.body.details.map((d: any) => d.field), ['eventType']);
     const replay = await platform.http('POST', `/v1/deliveries/${encodeURIComponent(delivery.id)}/replay`, { token: tenant.token });
     assert.equal((await platform.finalDelivery(replay.body.id, tenant.token)).status, 'delivered');
   });

@@ -30,8 +30,8 @@ Usage:
   platform users create <id> --org <org> [--org <org> …]
   platform events send [file.json | -]      one event, an array, or {"events": [...]}
   platform deliveries list [--installation ID] [--status pending|delivered|failed|skipped|held]
-                           [--event-id ID] [--since ISO] [--until ISO] [--org ID] [--limit N]
-                           [--page-token T]
+                           [--event-type TYPE] [--event-id ID] [--since ISO] [--until ISO]
+                           [--org ID] [--limit N] [--page-token T]
   platform deliveries show <delivery id>
   platform deliveries replay <delivery id>
   platform deliveries replay-failed --installation ID [--since ISO] [--until ISO]
@@ -71,6 +71,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
       installation: { type: 'string', multiple: true },
       all: { type: 'boolean', default: false },
       status: { type: 'string' },
+      'event-type': { type: 'string' },
       'event-id': { type: 'string' },
       since: { type: 'string' },
       until: { type: 'string' },
@@ -143,7 +144,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, print: (text: 
   if (group === 'deliveries') {
     switch (command) {
       case 'list':
-        return listDeliveries(api, output, { installation: installation(), status: values.status, eventId: values['event-id'], since: values.since, until: values.until, org: org(), limit: values.limit, pageToken: values['page-token'] });
+        return listDeliveries(api, output, { installation: installation(), status: values.status, eventType: values['event-type'], eventId: values['event-id'], since: values.since, until: values.until, org: org(), limit: values.limit, pageToken: values['page-token'] });
       case 'show':
         return showDelivery(api, output, await needId());
       case 'replay':

@@ -48,10 +48,12 @@ export class DeliveryReads {
 
   /**
    * A page of deliveries, newest first by (created_at, id). Each range reads one index in
-   * order: an installation's (with its status), an organization's (with its status); a
-   * member of several organizations gets one range per organization, merged by the
-   * database, so that ties order as its page cursor compares them (its collation, not
-   * ours). An event's few deliveries are read by the event index and filtered here.
+   * order: an installation's (with its status), an organization's (with its status, or its
+   * event type); a member of several organizations gets one range per organization, merged
+   * by the database, so that ties order as its page cursor compares them (its collation,
+   * not ours). An event's few deliveries are read by the event index and filtered here.
+   * Filters beyond an index's columns (an installation's event type, an organization's
+   * status and event type together) are checked on the rows its range reads.
    */
   async list(filter: DeliveryFilter, pageSize: number, after?: PageCursor): Promise<{ items: DeliverySummary[]; next?: PageCursor }> {
     if (filter.orgs.length === 0) return { items: [] };
@@ -59,11 +61,11 @@ export class DeliveryReads {
     let rows: Summary[];
     if (filter.eventId) {
       const ofEvent = await this.range(filter, after).where('event_id', '=', filter.eventId).execute();
-      rows = ofEvent.filter((row) => (!filter.installation || row.installation_id === filter.installation) && (!filter.status || row.status === filter.status)).slice(0, limit);
+      rows = ofEvent.filter((row) => (!filter.installation || row.installation_id === filter.installation) && (!filter.status || row.status === filter.status) && (!filter.eventType || row.event_type === filter.eventType)).slice(0, limit);
     } else if (filter.installation) {
-      rows = await this.range(filter, after).where('installation_id', '=', filter.installation).$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).limit(limit).execute();
+      rows = await this.narrowed(this.range(filter, after).where('installation_id', '=', filter.installation), filter).limit(limit).execute();
     } else {
-      rows = await this.merged(filter.orgs.map((org) => this.range(filter, after).where('organization_id', '=', org).$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).limit(limit)), limit).execute();
+      rows = await this.merged(filter.orgs.map((org) => this.narrowed(this.range(filter, after).where('organization_id', '=', org), filter).limit(limit)), limit).execute();
     }
     // An installation's or an event's deliveries are all of one organization: the caller's, or none.
     rows = rows.filter((row) => filter.orgs.includes(row.organization_id));
@@ -83,6 +85,11 @@ export class DeliveryReads {
       .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after!.createdAt, after!.id))))
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc');
+  }
+
+  /** A range narrowed to the filter's status and event type. */
+  private narrowed(range: SelectQueryBuilder<Schema, 'deliveries', Summary>, filter: DeliveryFilter): SelectQueryBuilder<Schema, 'deliveries', Summary> {
+    return range.$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!)).$if(filter.eventType !== undefined, (q) => q.where('event_type', '=', filter.eventType!));
   }
 
   /**

@@ -263,6 +263,13 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0012-deliveries-by-organization-and-event-type': {
+    // An organization's deliveries of one event type, newest first, without reading its whole history.
+    // Created only if missing, as 0003's: on a large PostgreSQL log, build it first with CREATE INDEX CONCURRENTLY.
+    async up(db: Kysely<any>) {
+      await db.schema.createIndex('deliveries_organization_event_type').ifNotExists().on('deliveries').columns(['organization_id', 'event_type', 'created_at', 'id']).execute();
+    },
+  },
   '0013-organization-portal-frame-ancestors': {
     // The sites an organization lets frame its delivery portal links (JSON array of origins; none when null).
     async up(db: Kysely<any>) {

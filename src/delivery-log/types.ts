@@ -111,6 +111,7 @@ export interface DeliveryFilter {
   orgs: string[];
   installation?: string;
   status?: DeliveryStatus;
+  eventType?: string;
   eventId?: string;
   /** Unix ms, inclusive. */
   since?: number;

@@ -1,7 +1,7 @@
 import type { JSONSchemaType, SchemaObject } from 'ajv';
 import { EVENT_ID_PATTERN } from '../ids';
 
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './event-types';
+import { OPERATIONAL_EVENT_TYPES, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './event-types';
 export * from './event-types';
 
 /** Runtime events (SPEC.md) the platform fires from outside, through ingest. */
@@ -9,8 +9,12 @@ export const RUNTIME_EVENT_TYPES = ['space_view', 'space_content_updated', 'spac
 /** Every type ingest takes. */
 export const INGESTED_EVENT_TYPES = [...new Set([...WEBHOOK_EVENT_TYPES, ...RUNTIME_EVENT_TYPES])] as const;
 export type IngestedEventType = (typeof INGESTED_EVENT_TYPES)[number];
+/** An installation's setup events, to its own integration code through the delivery log. */
+const SETUP_EVENT_TYPES = ['installation_setup', 'space_installation_setup'] as const;
 /** The platform's own events: fired by installations and components, never ingested. */
-export const PLATFORM_OWN_EVENT_TYPES = ['installation_setup', 'space_installation_setup', 'ui_render'] as const;
+export const PLATFORM_OWN_EVENT_TYPES = [...SETUP_EVENT_TYPES, 'ui_render'] as const;
+/** The catalog of what a delivery may carry, as the delivery log's filter takes it (a component's ui_render is a call, never delivered). */
+export const DELIVERED_EVENT_TYPES: readonly string[] = [...INGESTED_EVENT_TYPES, ...OPERATIONAL_EVENT_TYPES, ...SETUP_EVENT_TYPES];
 
 export interface Visitor {
   anonymousId: string;

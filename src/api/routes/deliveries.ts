@@ -7,9 +7,10 @@ import { installationService } from '../installation-service';
 import type { RouteTable } from '../route-table';
 import { bulkReplaySchema, deliverySchema, listOf, operationSchema } from '../schemas';
 import { checkListQuery, isoTime, TIME_MESSAGE } from '../list-query';
+import { DELIVERED_EVENT_TYPES } from '../../webhooks/events';
 
 const STATUSES: readonly DeliveryStatus[] = DELIVERY_STATUSES;
-const LIST_RULES = { ids: ['installation', 'eventId', 'org'], choices: { status: STATUSES }, times: ['since', 'until'], pageSize: { default: 50, max: 200 } } as const;
+const LIST_RULES = { ids: ['installation', 'eventId', 'org'], choices: { status: STATUSES, eventType: DELIVERED_EVENT_TYPES }, times: ['since', 'until'], pageSize: { default: 50, max: 200 } } as const;
 
 /** A portal link's receiver sees no workflow runs: the Temporal UI's links and run ids are the operators'. */
 function shownTo<T extends { workflow?: unknown; attempts?: { workflow?: unknown }[] }>(caller: Caller, delivery: T): T {
@@ -45,7 +46,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
       summary: 'List deliveries, newest first (its installation\'s, with a portal link)',
       access: 'member',
       portal: true,
-      query: { installation: 'Installation id', status: STATUSES.join(', '), eventId: 'Event id', since: 'RFC 3339 start time, with its offset', until: 'RFC 3339 end time, with its offset', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${LIST_RULES.pageSize.max} (${LIST_RULES.pageSize.default} unless given)`, pageToken: 'From the previous page' },
+      query: { installation: 'Installation id', status: STATUSES.join(', '), eventType: `Event type, one of ${DELIVERED_EVENT_TYPES.join(', ')}`, eventId: 'Event id', since: 'RFC 3339 start time, with its offset', until: 'RFC 3339 end time, with its offset', org: 'Organization id (required for the administrator)', limit: `Page size, 1 to ${LIST_RULES.pageSize.max} (${LIST_RULES.pageSize.default} unless given)`, pageToken: 'From the previous page' },
       responses: { 200: { description: 'Deliveries without their attempts', schema: listOf(deliverySchema) } },
     },
     async ({ caller, query }) => {
@@ -62,7 +63,7 @@ export function deliveryRoutes(routes: RouteTable, deps: ApiDeps): void {
         const own = caller.kind === 'member' ? caller.orgs : [];
         orgs = query.org ? own.filter((org) => org === query.org) : own;
       }
-      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since), until: query.until === undefined ? undefined : isoTime(query.until) }, pageSize, query.pageToken);
+      const page = await store.list({ orgs, installation: query.installation, status: query.status as DeliveryStatus | undefined, eventType: query.eventType, eventId: query.eventId, since: query.since === undefined ? undefined : isoTime(query.since), until: query.until === undefined ? undefined : isoTime(query.until) }, pageSize, query.pageToken);
       return { status: 200, body: { ...page, items: page.items.map((item) => shownTo(caller, item)) } };
     },
   );
