@@ -75,7 +75,7 @@ describe('the web console: installations, operations and integrations, in a real
     await page.context().close();
   });
 
-  it('filters the delivery log by creation time', async function () {
+  it('filters the delivery log by creation time and event type', async function () {
     const page = await signIn();
     const local = (ms: number) => new Date(ms - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
     await page.getByRole('row').filter({ hasText: failedEvents[0]!.split(':')[0]! }).first().waitFor();
@@ -87,6 +87,13 @@ describe('the web console: installations, operations and integrations, in a real
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.getByRole('row').filter({ hasText: failedEvents[0]!.split(':')[0]! }).first().waitFor();
     await shot(page, 'deliveries-time-range');
+    // By event type: none of another type; an unknown one is refused, naming the field.
+    await page.getByLabel('Event type').fill('space_view');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No deliveries match.').waitFor();
+    await page.getByLabel('Event type').fill('no_such_type');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    assert.match((await page.getByRole('alert').textContent())!, /eventType must be one of/);
     await page.context().close();
   });
 

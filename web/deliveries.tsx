@@ -9,6 +9,7 @@ interface Filters {
   org: string;
   installation: string;
   status: string;
+  eventType: string;
   eventId: string;
   /** datetime-local values (the browser's zone), sent as RFC 3339. */
   since: string;
@@ -37,7 +38,7 @@ export function DeliveriesPage({ session, view }: { session?: Session; view: Vie
   const [filters, setFilters] = useState<Filters>(() => {
     const given = new URLSearchParams(location.search);
     const installation = given.get('installation') ?? '';
-    return { org: given.get('org') ?? (installation ? '' : (session?.caller.orgs?.[0] ?? '')), installation, status: given.get('status') ?? '', eventId: given.get('eventId') ?? '', since: '', until: '' };
+    return { org: given.get('org') ?? (installation ? '' : (session?.caller.orgs?.[0] ?? '')), installation, status: given.get('status') ?? '', eventType: given.get('eventType') ?? '', eventId: given.get('eventId') ?? '', since: '', until: '' };
   });
   const [applied, setApplied] = useState(filters);
   const [items, setItems] = useState<DeliverySummary[]>([]);
@@ -95,6 +96,10 @@ export function DeliveriesPage({ session, view }: { session?: Session; view: Vie
               <option value={status}>{status || 'any'}</option>
             ))}
           </select>
+        </label>
+        <label>
+          Event type
+          <input name="eventType" placeholder="space_content_updated" {...field('eventType')} />
         </label>
         <label>
           Event id
