@@ -90,9 +90,14 @@ export async function postOnce(attempt: HttpAttempt, options: HttpAttemptOptions
     };
     const request = client.request(url, requestOptions);
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error('no response within the attempt timeout'), { code: 'ETIMEDOUT' })), options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
-    // 'finish': the whole request handed to the network. Destroyed before it, nothing complete went out.
+    // Once its socket is connected the request may be on the wire: an interruption then is
+    // recorded, never taken for unsent. ('finish' comes a turn of the loop after the bytes
+    // left: on a loaded machine a receiver had a request the log never held.)
     let handedOver = false;
-    request.once('finish', () => (handedOver = true));
+    request.once('socket', (socket) => {
+      if (socket.connecting) socket.once('connect', () => (handedOver = true));
+      else handedOver = true;
+    });
     const interrupt = () => request.destroy(new InterruptedError('the worker stopped before the answer came'));
     options.signal?.addEventListener('abort', interrupt);
     if (options.signal?.aborted) interrupt();
