@@ -331,6 +331,13 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     }
 
     if (kind === 'postgres') {
+      it('keeps statistics of organizations, statuses and event types together (ANALYZE fills them), for the planner to pick the narrowest list', async function () {
+        await stores.events.recordEvents([event('evt_mix', ['ins_mix'], 'org-mix')]);
+        await sql`ANALYZE deliveries`.execute(stores.db);
+        const { rows } = await sql<{ stxname: string; mcv: boolean }>`SELECT s.stxname, d.stxdmcv IS NOT NULL AS mcv FROM pg_statistic_ext s JOIN pg_statistic_ext_data d ON d.stxoid = s.oid WHERE s.stxrelid = 'deliveries'::regclass`.execute(stores.db);
+        assert.deepEqual(rows, [{ stxname: 'deliveries_organization_mix', mcv: true }]);
+      });
+
       it('lives through the server ending a connection a transaction holds: the transaction fails, the process does not', async function () {
         const url = await testDatabaseUrl(kind, 'held_ended');
         const own = await openStores({ url, encryptionKey: process.env.TEST_ENCRYPTION_KEY!, namespace: 'test' });

@@ -134,7 +134,7 @@ export async function openLogDatabase(url: string, logger?: Logger): Promise<Log
     seedStatistics = () => seedPlannerStatistics(sqlite);
   }
   try {
-    const applied = await migrate(database.db);
+    const applied = await migrate(database.db, database.dialect);
     // Which process of several starting together brought the schema up (the others say nothing).
     if (applied.length) logger?.info({ migrations: applied }, 'delivery log: schema migrated');
     seedStatistics?.();

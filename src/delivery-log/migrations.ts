@@ -1,11 +1,13 @@
 import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import { quarantineCrossTenantDeliveries } from './quarantine';
+import type { LogDialect } from './database';
 
 /**
  * The log's schema, in order; never edit a migration that has shipped, add one. Types are
- * the portable subset: text, integer, bigint (SQLite reads both as INTEGER).
+ * the portable subset: text, integer, bigint (SQLite reads both as INTEGER). A migration
+ * with a step for one database only is given the dialect.
  */
-const migrations: Record<string, Migration> = {
+const migrations: Record<string, Migration | ((dialect: LogDialect) => Migration)> = {
   '0001-delivery-log': {
     async up(db: Kysely<any>) {
       await db.schema
@@ -263,13 +265,18 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
-  '0012-deliveries-by-organization-and-event-type': {
+  '0012-deliveries-by-organization-and-event-type': (dialect) => ({
     // An organization's deliveries of one event type, newest first, without reading its whole history.
     // Created only if missing, as 0003's: on a large PostgreSQL log, build it first with CREATE INDEX CONCURRENTLY.
     async up(db: Kysely<any>) {
       await db.schema.createIndex('deliveries_organization_event_type').ifNotExists().on('deliveries').columns(['organization_id', 'event_type', 'created_at', 'id']).execute();
+      // PostgreSQL takes an organization, a status and an event type for independent: a type the
+      // organization never had, common in others, looked common in it, and a list of it with a
+      // status read every delivery of that status of the organization (bench (q)). Statistics of
+      // the three together (kept by ANALYZE) show it the narrowest index. SQLite reads each index's own figures.
+      if (dialect === 'postgres') await sql`CREATE STATISTICS IF NOT EXISTS deliveries_organization_mix ON organization_id, status, event_type FROM deliveries`.execute(db);
     },
-  },
+  }),
   '0013-organization-portal-frame-ancestors': {
     // The sites an organization lets frame its delivery portal links (JSON array of origins; none when null).
     async up(db: Kysely<any>) {
@@ -284,8 +291,9 @@ const migrations: Record<string, Migration> = {
  * migrator takes a lock; SQLite's has none, so a start that loses the race (its CREATE
  * finds the table) tries again once the winner has recorded the migration.
  */
-export async function migrate(db: Kysely<any>, tries = 5): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+export async function migrate(db: Kysely<any>, dialect: LogDialect, tries = 5): Promise<string[]> {
+  const forDialect = Object.fromEntries(Object.entries(migrations).map(([name, migration]) => [name, typeof migration === 'function' ? migration(dialect) : migration]));
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => forDialect } });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     const failed = results?.find((result) => result.status === 'Error');
