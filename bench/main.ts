@@ -16,6 +16,7 @@ import { leakReport, leakScenario } from './leak';
 import { operationsReport, operationsScenario } from './operations';
 import { orderedReport, orderedScenario } from './ordered';
 import { svixReport, svixScenario } from './svix';
+import { listReport, listScenario } from './list-queries';
 import { bare, bodiesOf, call, cpuBudget, DRAIN_MS, events, ingest, ingestClient, latest, ratio, round, tenant, throughPlatform } from './drive';
 import { serializePayload } from '../src/webhooks/events';
 
@@ -157,9 +158,10 @@ async function main(): Promise<void> {
     await stack.stop();
   }
 
-  // (m) svix-server beside ours, when a binary is given: on a machine our stack has left.
+  // (m) svix-server beside ours, when a binary is given, and (q) lists on a large log: on a machine our stack has left.
   if (only('m') && process.env.BENCH_SVIX_SERVER) results.m = await svixScenario(process.env.BENCH_SVIX_SERVER, receiver, SCALE);
   else if (only('m')) process.stderr.write('bench: (m) skipped: BENCH_SVIX_SERVER (a svix-server binary) is not set\n');
+  if (only('q')) results.q = await listScenario(receiver, SCALE);
 
   // (e) SIGKILL of the worker during a steady 1,000 events/s.
   if (only('e')) {
@@ -193,7 +195,6 @@ async function main(): Promise<void> {
   }
   receiver.stop();
   ingestClient.close();
-
   const dir = path.join(__dirname, '..', '..', 'bench-results');
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `delivery-${String(results.date).replace(/[:.]/g, '-')}.json`);
@@ -285,6 +286,7 @@ function report(r: any): string {
   sections.l = () => leakReport(r.l, line);
   sections.o = () => operationsReport(r.o, line);
   sections.p = () => orderedReport(r.p, line);
+  sections.q = () => listReport(r.q, line);
   sections.m = () => svixReport(r.m, { embeddedOne: r.k?.embedded.oneAtATime, embedded64: r.k?.embedded.inFlight64, topologyOne: r.k?.topology.oneAtATime, topology64: r.k?.topology.inFlight64 }, line);
   const ran = Object.keys(sections).filter((scenario) => r[scenario] !== undefined);
   const memory = line('embedded default RSS MiB at idle', `${JSON.stringify(r.embeddedIdleRssMiB)} once steady, ${JSON.stringify(r.embeddedStartedRssMiB)} just started (target: the service <= 200)`);

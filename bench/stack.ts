@@ -155,13 +155,16 @@ export async function startEmbedded(): Promise<Stack> {
   };
 }
 
-/** The production shape on one machine: a dev server, the API and the worker as processes of their own. */
-export async function startSplit(): Promise<Stack> {
+/**
+ * The production shape on one machine: a dev server, the API and the worker as processes of
+ * their own; `settings` over the bench's (another PLATFORM_DATABASE_URL, say).
+ */
+export async function startSplit(settings: NodeJS.ProcessEnv = {}): Promise<Stack> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'platform-bench-'));
   const devServer: DevServer = await startDevServer({ cliPath: await findOrBuildTemporalCli(process.env), namespace: 'default', dbFile: path.join(dataDir, 'temporal.db') });
   const port = await freePort();
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
-  const env = { ...baseEnv(dataDir, port, adminToken), TEMPORAL_ADDRESS: devServer.address, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey() };
+  const env = { ...baseEnv(dataDir, port, adminToken), TEMPORAL_ADDRESS: devServer.address, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), ...settings };
   let worker = node('worker', env);
   const workerPeaks: number[] = [];
   const api = node('api', env);
