@@ -75,6 +75,29 @@ describe('the web console: installations, operations and integrations, in a real
     await page.context().close();
   });
 
+  it('is usable by keyboard: sign in, reach an installation, count its failed deliveries, each by its key', async function () {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await page.goto(`${platform.api.url}/console`);
+    // The form is drawn once the page has asked for a session: Tab then reaches its one field.
+    await page.getByLabel('Token').waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(tenant.token);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+    // Each control reached by focus and worked by its key (links: Enter; the focus ring shown).
+    await page.getByRole('link', { name: 'Installations' }).focus();
+    await page.keyboard.press('Enter');
+    const link = page.getByRole('link', { name: hook.id });
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: `Installation ${hook.id}` }).waitFor();
+    await page.getByRole('button', { name: 'Count failed deliveries' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByText(/failed deliveries? in this range will be replayed/).waitFor();
+    assert.equal(await page.evaluate("getComputedStyle(document.activeElement).outlineStyle"), 'solid', 'the focused control shows it');
+    await page.context().close();
+  });
+
   it('filters the delivery log by creation time and event type', async function () {
     const page = await signIn();
     const local = (ms: number) => new Date(ms - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
