@@ -3,14 +3,13 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from 'kysely';
 import pg from 'pg';
 import { migrate } from './migrations';
-import type { Schema } from './schema';
+import type { LogDialect, Schema } from './schema';
 import type { Logger } from '../logger';
 import { isPostgresUrl } from '../config';
 import { startWalCheckpointer } from './wal-checkpointer';
 import { makeDirectory } from '../make-directory';
 import { seedPlannerStatistics } from './planner-statistics';
 
-export type LogDialect = 'sqlite' | 'postgres';
 
 export interface LogDatabase {
   db: Kysely<Schema>;

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { LogDialect } from './database';
+import type { LogDialect } from './schema';
 
 /** A migration, or one that is given the dialect for a step of one database only. */
 export type DialectMigration = Migration | ((dialect: LogDialect) => Migration);

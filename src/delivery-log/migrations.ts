@@ -1,6 +1,6 @@
 import { Migrator, sql, type Kysely } from 'kysely';
 import { quarantineCrossTenantDeliveries } from './quarantine';
-import type { LogDialect } from './database';
+import type { LogDialect } from './schema';
 import { consoleEraMigrations, type DialectMigration } from './migrations-console-era';
 
 /**

@@ -1,3 +1,6 @@
+/** The database the log is on: the embedded default, or production's. */
+export type LogDialect = 'sqlite' | 'postgres';
+
 /** The delivery log's tables (one schema for SQLite and PostgreSQL); times are Unix milliseconds. */
 
 export interface EventsTable {
