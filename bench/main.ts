@@ -130,7 +130,7 @@ async function main(): Promise<void> {
     // (f) the public endpoint of a trivial integration.
     if (only('f')) results.f = await publicEndpointScenario(stack, (token, method, route, body) => call(stack, token, method, route, body), Math.round(10_000 * SCALE));
 
-    // (g) 80 tenants whose receivers hang beside one that is served.
+    // (g) 100 tenants whose receivers hang and 100 whose receivers refuse, beside one that is served.
     if (only('g')) {
     const gCounts = { retries: 0 };
     const g = await noisyNeighbourScenario({

@@ -1,6 +1,6 @@
-import { openLoop, percentile, progress, until } from './load';
+import { closedLoop, openLoop, percentile, progress, until } from './load';
 import type { BenchReceiver } from './receiver';
-import { call, events, ingest, round, tenant, type Tenant } from './drive';
+import { bare, bodiesOf, call, events, ingest, ratio, round, tenant, type Tenant } from './drive';
 import type { Stack } from './stack';
 
 /** Events a throttled installation is sent at once, and its max_per_second. */
@@ -12,6 +12,13 @@ const WATCHED_PER_S = 5;
 const deliveredOf = (receiver: BenchReceiver, list: ReturnType<typeof events>) => {
   const delivered = receiver.delivered();
   return list.filter((event) => delivered.has(event.eventId!)).length;
+};
+
+/** Deliveries a second between the first and the last of `list` the receiver had. */
+const paceOf = (receiver: BenchReceiver, list: ReturnType<typeof events>) => {
+  const deliveredAt = receiver.delivered();
+  const arrivals = list.map((event) => deliveredAt.get(event.eventId!)!).sort((a, b) => a - b);
+  return (arrivals.length - 1) / ((arrivals.at(-1)! - arrivals[0]!) / 1000);
 };
 
 /** Sends `list` 500 a request, as fast as they are taken. */
@@ -40,6 +47,8 @@ async function watchedLatency(stack: Stack, receiver: BenchReceiver, watched: Te
  * replay of `replayed` failed deliveries (their receiver answered 400 at ingest) as a
  * background operation, beside a tenant sending 5 events/s: its sent -> receiver latency
  * before and during the replay, the replay's own pace, and how long the call took.
+ * Baselines, same run: a plain timer pacing the same bodies at max_per_second straight to
+ * the receiver, and the bare loop POSTing the replayed bodies at 64 in flight.
  */
 export async function operationsScenario(stack: Stack, receiver: BenchReceiver, replayed: number) {
   receiver.reset((eventId) => (eventId.startsWith('evt_ofail') ? 400 : 200));
@@ -50,9 +59,11 @@ export async function operationsScenario(stack: Stack, receiver: BenchReceiver, 
   await sendAll(stack, paced);
   await until(() => deliveredOf(receiver, paced) === paced.length, 120_000);
   stopPace();
-  const deliveredAt = receiver.delivered();
-  const arrivals = paced.map((event) => deliveredAt.get(event.eventId!)!).sort((a, b) => a - b);
-  const perSecond = (arrivals.length - 1) / ((arrivals.at(-1)! - arrivals[0]!) / 1000);
+  const perSecond = paceOf(receiver, paced);
+  const failAtIngest = (eventId: string) => (eventId.startsWith('evt_ofail') ? 400 : 200);
+  receiver.reset(failAtIngest);
+  await bare(receiver, 'o pace', bodiesOf(paced, throttled.installations[0]!), (task) => openLoop(THROTTLED.perSecond, THROTTLED.events / THROTTLED.perSecond, task));
+  const barePerSecond = paceOf(receiver, paced);
 
   // The replay's subject: `replayed` events failed at their first attempt (a 400).
   const failing = await tenant(stack, receiver, 1);
@@ -78,9 +89,12 @@ export async function operationsScenario(stack: Stack, receiver: BenchReceiver, 
   stop();
   const replaySeconds = (performance.now() - asked) / 1000;
   const finished = await call(stack, failing.token, 'GET', `/v1/operations/${operation.operation}`);
+  receiver.reset();
+  const bareReplay = await bare(receiver, 'o replay', bodiesOf(failed, failing.installations[0]!), (task) => closedLoop(failed.length, 64, task));
+  const perS = failed.length / replaySeconds;
   return {
-    throttle: { ...THROTTLED, deliveredPerS: round(perSecond, 2), ratio: round(perSecond / THROTTLED.perSecond, 3) },
-    replay: { count: operation.count, answeredMs: round(answeredMs), seconds: round(replaySeconds), perS: round(failed.length / replaySeconds), status: finished.status, done: finished.done, leftWhenWatched },
+    throttle: { ...THROTTLED, deliveredPerS: round(perSecond, 2), ratio: round(perSecond / THROTTLED.perSecond, 3), bare: { deliveredPerS: round(barePerSecond, 2), ratio: round(barePerSecond / THROTTLED.perSecond, 3) } },
+    replay: { count: operation.count, answeredMs: round(answeredMs), seconds: round(replaySeconds), perS: round(perS), status: finished.status, done: finished.done, leftWhenWatched, bare: bareReplay, ratio: ratio(perS, bareReplay.deliveredPerS) },
     watched: { before, during },
   };
 }
@@ -90,7 +104,9 @@ export function operationsReport(o: Awaited<ReturnType<typeof operationsScenario
   return [
     `(o) operations: throttling, and a bulk replay of ${o.replay.count} beside a tenant at ${WATCHED_PER_S} events/s (embedded default)`,
     line('throttled delivered/s', `${o.throttle.deliveredPerS} of max_per_second ${o.throttle.perSecond}: ratio ${o.throttle.ratio} (target 0.95-1.05)`),
+    line('a plain timer at that pace', `${o.throttle.bare.deliveredPerS}/s: ratio ${o.throttle.bare.ratio}`),
     line('replay: answered / all delivered', `${o.replay.answeredMs} ms / ${o.replay.seconds} s (${o.replay.perS}/s; operation ${o.replay.status}, ${o.replay.done} done)`),
+    line('bare loop, 64 in flight, unpaced', `${o.replay.bare.deliveredPerS}/s: the replay's ratio ${o.replay.ratio} (the platform paces it at <= 1,000/s)`),
     line('other tenant p50 / p99 ms', `${o.watched.during.p50Ms} / ${o.watched.during.p99Ms} during (${o.replay.leftWhenWatched} left at its end), ${o.watched.before.p50Ms} / ${o.watched.before.p99Ms} before`),
   ];
 }

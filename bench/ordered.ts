@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { progress, until } from './load';
+import { barePoster, closedLoop, progress, until } from './load';
 import type { BenchReceiver } from './receiver';
-import { call, events, ingest, round, tenant } from './drive';
+import { bodiesOf, call, events, ingest, ratio, round, tenant } from './drive';
 import type { Stack } from './stack';
 
 /** How long the ordered installation's receiver takes to answer each POST. */
@@ -23,10 +23,15 @@ async function slowReceiver() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, arrivals, stop: () => (server.closeAllConnections(), server.close()) };
 }
 
+/** Deliveries a second from the first arrival to the last. */
+const paceOf = (arrivals: { at: number }[]) => (arrivals.length - 1) / ((arrivals.at(-1)!.at - arrivals[0]!.at) / 1000);
+
 /**
  * (p) Ordered delivery: `count` events sent at once to an installation with `ordered: true`
  * whose receiver answers in 2 ms: the pace of its line (one delivery at a time, each
  * recorded before the next), and whether they arrived in the order they were recorded.
+ * Its baseline, same run: the bare loop POSTing the same bodies one at a time, each
+ * answered before the next, signed, recording nothing.
  */
 export async function orderedScenario(stack: Stack, receiver: BenchReceiver, count: number) {
   const slow = await slowReceiver();
@@ -41,8 +46,17 @@ export async function orderedScenario(stack: Stack, receiver: BenchReceiver, cou
     stop();
     const order = slow.arrivals.map((arrival) => arrival.eventId);
     const inOrder = order.every((eventId, i) => eventId === list[i]!.eventId);
-    const seconds = (slow.arrivals.at(-1)!.at - slow.arrivals[0]!.at) / 1000;
-    return { count, receiverMs: RECEIVER_MS, deliveredPerS: round((count - 1) / seconds), inOrder, posts: slow.arrivals.length };
+    const deliveredPerS = paceOf(slow.arrivals);
+    const posts = slow.arrivals.length;
+    slow.arrivals.length = 0;
+    const poster = barePoster(slow.url, () => 'whsec_bare', 1);
+    const bodies = bodiesOf(list, t.installations[0]!);
+    const stopBare = progress('p bare', () => `delivered ${slow.arrivals.length}/${count}`);
+    await closedLoop(bodies.length, 1, (i) => poster.post(bodies[i]!));
+    stopBare();
+    poster.close();
+    const barePerS = paceOf(slow.arrivals);
+    return { count, receiverMs: RECEIVER_MS, deliveredPerS: round(deliveredPerS), inOrder, posts, bare: { deliveredPerS: round(barePerS) }, ratio: ratio(deliveredPerS, barePerS) };
   } finally {
     slow.stop();
   }
@@ -53,5 +67,6 @@ export function orderedReport(p: Awaited<ReturnType<typeof orderedScenario>>, li
   return [
     `(p) ordered delivery: ${p.count} events at once to an installation with ordered: true, its receiver answering in ${p.receiverMs} ms (embedded default)`,
     line('delivered/s', `${p.deliveredPerS} (target >= 200), in the order recorded: ${p.inOrder} (${p.posts} POSTs)`),
+    line('bare loop, one at a time', `${p.bare.deliveredPerS}/s, ratio ${p.ratio}`),
   ];
 }

@@ -23,7 +23,8 @@ export function peakRssMiB(pid: number | undefined): number | undefined {
 
 /** How platform processes run, as `npm start` and the Dockerfile run them (package.json `config`): Node's flags and glibc's malloc arenas. */
 const CONFIG = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { config: { nodeFlags: string; mallocArenaMax: string } }).config;
-const NODE_FLAGS = CONFIG.nodeFlags.split(' ');
+/** BENCH_PLATFORM_NODE_FLAGS adds flags of one's own (a profile: `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
+const NODE_FLAGS = [...CONFIG.nodeFlags.split(' '), ...(process.env.BENCH_PLATFORM_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])];
 
 /** `node dist/src/main.js [role]`: both roles (the embedded default) unless one is named. */
 export function node(role: 'all' | 'api' | 'worker', env: NodeJS.ProcessEnv): ChildProcess {
