@@ -8,6 +8,12 @@ export function percentile(values: number[], p: number): number {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 10) / 10;
 }
 
+/** Deliveries a second between the first and the last of these arrival times (ms, any order). */
+export function paceOf(arrivals: number[]): number {
+  const sorted = [...arrivals].sort((a, b) => a - b);
+  return (sorted.length - 1) / ((sorted.at(-1)! - sorted[0]!) / 1000);
+}
+
 /** Runs `task(i)` for i in [0, n) with at most `concurrency` at once. */
 export async function closedLoop(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
   let next = 0;

@@ -1,4 +1,4 @@
-import { closedLoop, openLoop, percentile, progress, until } from './load';
+import { closedLoop, openLoop, paceOf, percentile, progress, until } from './load';
 import type { BenchReceiver } from './receiver';
 import { bare, bodiesOf, call, events, ingest, ratio, round, tenant, type Tenant } from './drive';
 import type { Stack } from './stack';
@@ -14,12 +14,14 @@ const deliveredOf = (receiver: BenchReceiver, list: ReturnType<typeof events>) =
   return list.filter((event) => delivered.has(event.eventId!)).length;
 };
 
-/** Deliveries a second between the first and the last of `list` the receiver had. */
-const paceOf = (receiver: BenchReceiver, list: ReturnType<typeof events>) => {
+/** The pace at which the receiver had `list`. */
+const paceAt = (receiver: BenchReceiver, list: ReturnType<typeof events>) => {
   const deliveredAt = receiver.delivered();
-  const arrivals = list.map((event) => deliveredAt.get(event.eventId!)!).sort((a, b) => a - b);
-  return (arrivals.length - 1) / ((arrivals.at(-1)! - arrivals[0]!) / 1000);
+  return paceOf(list.map((event) => deliveredAt.get(event.eventId!)!));
 };
+
+/** The replay's subject fails at its first attempt (a 400), everything else is taken. */
+const failAtIngest = (eventId: string) => (eventId.startsWith('evt_ofail') ? 400 : 200);
 
 /** Sends `list` 500 a request, as fast as they are taken. */
 async function sendAll(stack: Stack, list: ReturnType<typeof events>): Promise<void> {
@@ -51,7 +53,7 @@ async function watchedLatency(stack: Stack, receiver: BenchReceiver, watched: Te
  * the receiver, and the bare loop POSTing the replayed bodies at 64 in flight.
  */
 export async function operationsScenario(stack: Stack, receiver: BenchReceiver, replayed: number) {
-  receiver.reset((eventId) => (eventId.startsWith('evt_ofail') ? 400 : 200));
+  receiver.reset(failAtIngest);
   const throttled = await tenant(stack, receiver, 1);
   await call(stack, throttled.token, 'PATCH', `/v1/installations/${throttled.installations[0]}/configuration`, { max_per_second: THROTTLED.perSecond });
   const paced = events(throttled, THROTTLED.events, 'opace');
@@ -59,11 +61,10 @@ export async function operationsScenario(stack: Stack, receiver: BenchReceiver, 
   await sendAll(stack, paced);
   await until(() => deliveredOf(receiver, paced) === paced.length, 120_000);
   stopPace();
-  const perSecond = paceOf(receiver, paced);
-  const failAtIngest = (eventId: string) => (eventId.startsWith('evt_ofail') ? 400 : 200);
+  const perSecond = paceAt(receiver, paced);
   receiver.reset(failAtIngest);
   await bare(receiver, 'o pace', bodiesOf(paced, throttled.installations[0]!), (task) => openLoop(THROTTLED.perSecond, THROTTLED.events / THROTTLED.perSecond, task));
-  const barePerSecond = paceOf(receiver, paced);
+  const barePerSecond = paceAt(receiver, paced);
 
   // The replay's subject: `replayed` events failed at their first attempt (a 400).
   const failing = await tenant(stack, receiver, 1);

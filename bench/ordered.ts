@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { barePoster, closedLoop, progress, until } from './load';
+import { barePoster, closedLoop, paceOf, progress, until } from './load';
 import type { BenchReceiver } from './receiver';
 import { bodiesOf, call, events, ingest, ratio, round, tenant } from './drive';
 import type { Stack } from './stack';
@@ -23,9 +23,6 @@ async function slowReceiver() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, arrivals, stop: () => (server.closeAllConnections(), server.close()) };
 }
 
-/** Deliveries a second from the first arrival to the last. */
-const paceOf = (arrivals: { at: number }[]) => (arrivals.length - 1) / ((arrivals.at(-1)!.at - arrivals[0]!.at) / 1000);
-
 /**
  * (p) Ordered delivery: `count` events sent at once to an installation with `ordered: true`
  * whose receiver answers in 2 ms: the pace of its line (one delivery at a time, each
@@ -46,7 +43,7 @@ export async function orderedScenario(stack: Stack, receiver: BenchReceiver, cou
     stop();
     const order = slow.arrivals.map((arrival) => arrival.eventId);
     const inOrder = order.every((eventId, i) => eventId === list[i]!.eventId);
-    const deliveredPerS = paceOf(slow.arrivals);
+    const deliveredPerS = paceOf(slow.arrivals.map((arrival) => arrival.at));
     const posts = slow.arrivals.length;
     slow.arrivals.length = 0;
     const poster = barePoster(slow.url, () => 'whsec_bare', 1);
@@ -55,7 +52,7 @@ export async function orderedScenario(stack: Stack, receiver: BenchReceiver, cou
     await closedLoop(bodies.length, 1, (i) => poster.post(bodies[i]!));
     stopBare();
     poster.close();
-    const barePerS = paceOf(slow.arrivals);
+    const barePerS = paceOf(slow.arrivals.map((arrival) => arrival.at));
     return { count, receiverMs: RECEIVER_MS, deliveredPerS: round(deliveredPerS), inOrder, posts, bare: { deliveredPerS: round(barePerS) }, ratio: ratio(deliveredPerS, barePerS) };
   } finally {
     slow.stop();
