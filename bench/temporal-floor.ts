@@ -25,7 +25,7 @@ export async function temporalFloor(n: number) {
   // A worker stopped by the bench itself (no signal handlers of the SDK's), its logs at warn, as the platform's; unless the
   // process has its runtime already (an SDK connection made one), which then serves.
   try {
-    installTemporalRuntime(createLogger('warn'), { worker: false });
+    installTemporalRuntime(createLogger('warn'));
   } catch (err) {
     if (!(err instanceof IllegalStateError)) throw err;
   }

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { NativeConnection, Worker, type State, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import type { Client } from '@temporalio/client';
 import { dataConverter } from './temporal/client';
@@ -35,8 +35,8 @@ export interface WorkerOptions extends Omit<ActivityDependencies, StoreNames> {
 /** A process's Temporal workers, run and stopped together. */
 export interface PlatformWorker {
   run(): Promise<void>;
+  /** Begins the drain (attempt batches start no attempt from here on) and stops the workers; again, nothing more. */
   shutdown(): void;
-  getState(): State;
 }
 
 /**
@@ -118,7 +118,6 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
       maxConcurrentActivityTaskExecutions: ATTEMPT_SLOTS,
     }),
   ];
-  const [main] = workers as [Worker, Worker];
   const shutdown = () => {
     stopped.abort();
     for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
@@ -131,7 +130,6 @@ export async function createWorker(options: WorkerOptions): Promise<PlatformWork
       await settleAll([...running, fillDirectoryReadModel(options, stopped.signal)]);
     },
     shutdown,
-    getState: () => main.getState(),
   };
 }
 

@@ -31,21 +31,32 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
   const requestsOf = (eventId: string) => receiver.requests.filter((request) => JSON.parse(request.body).eventId === eventId).map((request) => (request.answeredAt !== undefined ? answered.get(request) : undefined));
 
   /** Ingests EVENTS events to a fresh installation, stops the worker with `signal` at the 120th request, starts another, and answers every final delivery. */
-  async function run(space: string, signal: NodeJS.Signals): Promise<{ deliveries: any[]; inFlightAtStop: number }> {
+  async function run(space: string, signal: NodeJS.Signals): Promise<{ deliveries: any[]; inFlightAtStop: number; stoppedAt: number }> {
     await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space }, receiver.url, { space_content_updated: true });
     const before = receiver.requests.length;
     const batch = await platform.admin('POST', '/v1/events/batch', { events: Array.from({ length: EVENTS }, () => spaceEvent(suite.tenant.org, space)) });
     assert.equal(batch.status, 202, JSON.stringify(batch.body));
     const ids: string[] = batch.body.results.map((result: any) => result.deliveries[0]);
     await waitFor(async () => (receiver.requests.length - before >= 120 ? true : undefined), 60_000, 'the 120th request');
+    const stoppedAt = Date.now();
     suite.worker.kill(signal);
     await new Promise((resolve) => suite.worker.once('exit', resolve));
+    process.stdout.write(`      ${signal}: the worker exited ${Date.now() - stoppedAt} ms after the signal\n`);
     // Nothing writes to the log now: what is left in flight is what the stop cut off.
     const inFlightAtStop = (await platform.stores.db.selectFrom('attempts_in_flight').select('delivery_id').where('delivery_id', 'in', ids).execute()).length;
     suite.worker = await startWorkerProcess(platform);
     const deliveries = await Promise.all(ids.map((id) => platform.finalDelivery(id, suite.tenant.token, 120_000)));
-    return { deliveries, inFlightAtStop };
+    return { deliveries, inFlightAtStop, stoppedAt };
   }
+
+  /** A delivery's requests and records in time (ms from the signal): what a failure shows. */
+  const timeline = (delivery: any, stoppedAt: number) =>
+    JSON.stringify({
+      receiver: receiver.requests
+        .filter((request) => JSON.parse(request.body).eventId === delivery.eventId)
+        .map((request) => ({ at: Math.round(performance.timeOrigin + request.at - stoppedAt), answeredAfter: request.answeredAt && Math.round(request.answeredAt - request.at), abandonedAfter: request.abandonedAt && Math.round(request.abandonedAt - request.at), port: request.remotePort, answer: answered.get(request) })),
+      log: delivery.attempts.map((attempt: any) => ({ attempt: attempt.attempt, at: Date.parse(attempt.startedAt) - stoppedAt, ms: attempt.durationMs, status: attempt.statusCode ?? attempt.error })),
+    });
 
 
   it('SIGKILL: every request the receiver saw is recorded, with its answer or as interrupted; none answered 2xx ends failed; duplicates bounded by what was in flight', async function () {
@@ -78,11 +89,11 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
   });
 
   it('SIGTERM: the worker finishes what it holds: every event reached the receiver exactly three times, recorded 503, 503, 200', async function () {
-    const { deliveries, inFlightAtStop } = await run('stopped', 'SIGTERM');
+    const { deliveries, inFlightAtStop, stoppedAt } = await run('stopped', 'SIGTERM');
     assert.equal(inFlightAtStop, 0, 'a graceful stop leaves no attempt in flight');
     for (const delivery of deliveries) {
-      assert.deepEqual(requestsOf(delivery.eventId), SCRIPT, delivery.id);
-      assert.deepEqual(delivery.attempts.map((attempt: any) => attempt.statusCode ?? attempt.error), SCRIPT, delivery.id);
+      assert.deepEqual(requestsOf(delivery.eventId), SCRIPT, `${delivery.id}: ${timeline(delivery, stoppedAt)}`);
+      assert.deepEqual(delivery.attempts.map((attempt: any) => attempt.statusCode ?? attempt.error), SCRIPT, `${delivery.id}: ${timeline(delivery, stoppedAt)}`);
       assert.equal(delivery.status, 'delivered');
     }
   });

@@ -12,7 +12,7 @@ import { buildParts, guardsOf, type PlatformParts } from './parts';
  */
 export async function startExternal(config: PlatformConfig, heed: Heed, role: 'api' | 'worker'): Promise<{ parts: PlatformParts; started: StartedParts }> {
   const logger = createLogger(config.logLevel, role);
-  installTemporalRuntime(logger, { worker: role === 'worker' });
+  installTemporalRuntime(logger);
   const started = heed(logger);
   const tracing = await started.add('tracing', startTracing({ url: config.otlpTracesUrl, serviceName: config.serviceName ?? `platform-${role}` }), (provider) => provider?.shutdown());
   const parts = await buildParts(

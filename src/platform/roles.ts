@@ -40,8 +40,7 @@ export async function startWorkerRole(parts: PlatformParts, started: StartedPart
   });
   const running = worker.run();
   await started.add('the worker', worker, async (polling) => {
-    // The SDK's runtime starts the worker's shutdown on SIGINT/SIGTERM by itself.
-    if (polling.getState() === 'RUNNING') polling.shutdown();
+    polling.shutdown();
     await running;
   });
   return { worker, running };

@@ -23,10 +23,10 @@ export function temporalRuntimeLogger(logger: Logger): TemporalLogger {
 
 /**
  * Installs the process-wide Temporal runtime with its logs, native core's included, in
- * pino. `worker`: the runtime drains the process's worker on SIGINT and SIGTERM; a process
- * without one (the API alone, whose client's native half runs in the runtime) leaves its
- * signals to its own handlers.
+ * pino. It takes no signal: the process's lifecycle (runEntryPoint) owns SIGINT and SIGTERM,
+ * and its stop begins the worker's drain (see createWorker), which the runtime's own
+ * handler skipped: a retry falling due in the drain went out, and was cut off at its end.
  */
-export function installTemporalRuntime(logger: Logger, { worker = true } = {}): void {
-  Runtime.install({ logger: temporalRuntimeLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } }, ...(!worker && { shutdownSignals: [] }) });
+export function installTemporalRuntime(logger: Logger): void {
+  Runtime.install({ logger: temporalRuntimeLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } }, shutdownSignals: [] });
 }
