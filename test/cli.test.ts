@@ -36,6 +36,20 @@ describe('the platform CLI', function () {
     assert.deepEqual([said.code, said.stdout], [0, `platform ${version}\n`]);
   });
 
+  it('loads the bundler and the isolates’ runtime for the authoring commands only: an operator’s command loads a dozen modules', async function () {
+    // What a run of `platform deliveries list` (refused: no API here) left in node's module cache.
+    const probe = `process.argv = [process.argv[0], 'platform', 'deliveries', 'list', '--api', 'http://127.0.0.1:1'];
+      require(${JSON.stringify(PLATFORM_BIN)});
+      process.on('exit', () => process.stderr.write('\\nLOADED ' + JSON.stringify(Object.keys(require.cache))));`;
+    const child = spawn(process.execPath, ['-e', probe], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await new Promise((resolve) => child.on('exit', resolve));
+    const loaded: string[] = JSON.parse(stderr.slice(stderr.indexOf('LOADED ') + 7));
+    assert.deepEqual(loaded.filter((file) => /node_modules\/(esbuild|miniflare|yaml|ajv)\//.test(file)), [], 'no authoring dependency');
+    assert.ok(loaded.length < 30, `${loaded.length} modules: ${loaded.join(', ')}`);
+  });
+
   it('a reader that stops reading (`| head`) is no failure: no EPIPE stack, exit 0', async function () {
     const child = spawn(process.execPath, [PLATFORM_BIN, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.destroy();
