@@ -43,6 +43,33 @@ export function progress(label: string, read: () => string): () => void {
   return () => clearInterval(timer);
 }
 
+/**
+ * The platform process's event-loop delay while a scenario runs, read from its /metrics
+ * every 2 s (prom-client resets its histogram at each read, so each sample is those 2 s):
+ * `stop` answers the median of the samples' p99 and the largest delay seen, in ms.
+ */
+export function eventLoopDelay(metrics: () => Promise<string>): { stop(): { p99MedianMs?: number; maxMs?: number; samples: number } } {
+  const p99s: number[] = [];
+  const maxes: number[] = [];
+  const read = (text: string, name: string) => Number(text.match(new RegExp(`^platform_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm'))?.[1]) * 1000;
+  const timer = setInterval(() => {
+    void metrics().then(
+      (text) => {
+        const [p99, max] = [read(text, 'p99'), read(text, 'max')];
+        if (Number.isFinite(p99) && Number.isFinite(max)) (p99s.push(p99), maxes.push(max));
+      },
+      () => undefined,
+    );
+  }, 2000);
+  void metrics().catch(() => undefined);
+  return {
+    stop() {
+      clearInterval(timer);
+      return { p99MedianMs: p99s.length ? Math.round(percentile(p99s, 50)) : undefined, maxMs: maxes.length ? Math.round(Math.max(...maxes)) : undefined, samples: p99s.length };
+    },
+  };
+}
+
 /** Until `done()` or the deadline, checking every 100 ms. */
 export async function until(done: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;

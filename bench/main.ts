@@ -4,7 +4,7 @@ import path from 'node:path';
 import { MAX_RETRIES } from '../src/webhooks/schedule';
 import { closedLoop, openLoop, until } from './load';
 import { BenchReceiver } from './receiver';
-import { noisyNeighbourScenario } from './neighbours';
+import { noisyNeighbourReport, noisyNeighbourScenario } from './neighbours';
 import { publicEndpointScenario } from './runtime';
 import { cpuNeighbourScenario } from './cpu-neighbours';
 import { devLoopScenario } from './dev-loop';
@@ -140,6 +140,7 @@ async function main(): Promise<void> {
       hangingTenants: Math.max(1, Math.round(100 * SCALE)),
       refusingTenants: Math.max(1, Math.round(100 * SCALE)),
       seconds: Math.max(10, Math.round(60 * SCALE)),
+      metrics: () => fetch(`${stack.base}/metrics`).then((answer) => answer.text()),
     });
     results.g = { ...g, ingestRetries: gCounts.retries };
     }
@@ -257,13 +258,7 @@ function report(r: any): string {
       line('isolate cold start ms', `${r.f.coldStartMs.join(', ')} (target <= 250; after ${r.f.settleMs} ms for the platform to settle from (d))`),
       line('resident isolates MiB', r.f.isolateRssMiB.join(', ')),
     ],
-    g: () => [
-      `(g) ${r.g.hangingTenants} tenants whose receivers hang and ${r.g.refusingTenants} whose receivers refuse connections, ${r.g.eventsPerSPerNeighbour} event/s each, beside a tenant at 7 events/s (embedded default; target: its p99 within 250 ms of alone)`,
-      line('its sent -> receiver p50 / p99 ms', `${r.g.beside.healthyEndToEndMs.p50} / ${r.g.beside.healthyEndToEndMs.p99} (alone ${r.g.alone.healthyEndToEndMs.p50} / ${r.g.alone.healthyEndToEndMs.p99})`),
-      ...r.g.beside.retryGaps.slice(0, 2).map((g: any, k: number) => line(`its retry ${g.retry} gaps (${g.count})`, `p50 ${g.p50Ms}, p99 ${g.p99Ms} ms in ${g.rangeMs.join('-')}: p99 ${g.p99OverRangeMs} ms over (alone ${r.g.alone.retryGaps[k].p99OverRangeMs})`)),
-      line('its events undelivered', `${r.g.beside.undelivered} of ${r.g.beside.sent} (alone ${r.g.alone.undelivered})`),
-      line('POSTs to hanging receivers', `${r.g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${r.g.ingestRetries}`),
-    ],
+    g: () => noisyNeighbourReport(r.g, line),
     h: () => [
       '(h) an organization whose code loops for ever (11 installations, 11 calls at a time) beside another’s trivial endpoint called 10 times a second (embedded default)',
       line('its p50 / p99 / max ms, alone', `${r.h.alone.p50Ms} / ${r.h.alone.p99Ms} / ${r.h.alone.maxMs} (${r.h.alone.calls} calls, ${r.h.alone.failed} failed)`),

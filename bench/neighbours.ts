@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SpaceContentUpdated } from '../src/webhooks/events';
-import { openLoop, percentile, progress, until } from './load';
+import { eventLoopDelay, openLoop, percentile, progress, until } from './load';
 import type { BenchReceiver } from './receiver';
 
 /** A tenant of the bench: its organization and its installations' ids. */
@@ -21,6 +21,8 @@ export interface NeighbourDeps {
   hangingTenants: number;
   refusingTenants: number;
   seconds: number;
+  /** The platform process's /metrics text (its event-loop delay is reported beside the latencies). */
+  metrics(): Promise<string>;
 }
 
 /** A receiver that takes each POST and never answers: every attempt to it times out (10 s). */
@@ -80,6 +82,7 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
     };
     const postsBefore = hangingPosts();
     const stop = progress(`g ${label}`, () => `sent ${sentAt.size}, delivered ${deps.receiver.delivered().size}, POSTs to hanging receivers ${hangingPosts() - postsBefore}`);
+    const delay = eventLoopDelay(deps.metrics);
     await Promise.all([
       openLoop(5, deps.seconds, (i) => send(eventOf(watched, `g${label}`, i))),
       openLoop(2, deps.seconds, (i) => send(eventOf(watched, `gflaky${label}`, i))),
@@ -87,6 +90,7 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
     ]);
     await until(() => deps.receiver.delivered().size >= sentAt.size, 60_000);
     stop();
+    const platformEventLoopDelay = delay.stop();
     const delivered = deps.receiver.delivered();
     const healthy = [...sentAt].filter(([id]) => !id.startsWith('evt_gflaky') && delivered.has(id)).map(([id, at]) => delivered.get(id)! - at);
     return {
@@ -94,6 +98,7 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
       undelivered: sentAt.size - delivered.size,
       healthyEndToEndMs: { p50: percentile(healthy, 50), p99: percentile(healthy, 99) },
       retryGaps: deps.receiver.retryGaps(),
+      platformEventLoopDelay,
       ...(withNeighbours && { postsToHangingReceivers: hangingPosts() - postsBefore }),
     };
   };
@@ -105,4 +110,16 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
   } finally {
     for (const receiver of hanging) receiver.stop();
   }
+}
+
+/** (g)'s lines in the bench's report. */
+export function noisyNeighbourReport(g: Awaited<ReturnType<typeof noisyNeighbourScenario>> & { ingestRetries: number }, line: (label: string, value: unknown) => string): string[] {
+  return [
+    `(g) ${g.hangingTenants} tenants whose receivers hang and ${g.refusingTenants} whose receivers refuse connections, ${g.eventsPerSPerNeighbour} event/s each, beside a tenant at 7 events/s (embedded default; target: its p99 within 250 ms of alone)`,
+    line('its sent -> receiver p50 / p99 ms', `${g.beside.healthyEndToEndMs.p50} / ${g.beside.healthyEndToEndMs.p99} (alone ${g.alone.healthyEndToEndMs.p50} / ${g.alone.healthyEndToEndMs.p99})`),
+    ...g.beside.retryGaps.slice(0, 2).map((gap: any, k: number) => line(`its retry ${gap.retry} gaps (${gap.count})`, `p50 ${gap.p50Ms}, p99 ${gap.p99Ms} ms in ${gap.rangeMs.join('-')}: p99 ${gap.p99OverRangeMs} ms over (alone ${(g.alone.retryGaps as any)[k].p99OverRangeMs})`)),
+    line('its events undelivered', `${g.beside.undelivered} of ${g.beside.sent} (alone ${g.alone.undelivered})`),
+    line('POSTs to hanging receivers', `${g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${g.ingestRetries}`),
+    line('platform event-loop delay, median of 2 s p99s / max ms', `${g.beside.platformEventLoopDelay.p99MedianMs} / ${g.beside.platformEventLoopDelay.maxMs} (alone ${g.alone.platformEventLoopDelay.p99MedianMs} / ${g.alone.platformEventLoopDelay.maxMs})`),
+  ];
 }

@@ -22,6 +22,7 @@ import type { PlatformPorts } from '../../src/net/platform-ports';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 import type { Tracing } from '../../src/tracing';
 import type { HttpLimits } from '../../src/api/http-server';
+import './stall-watch';
 
 const testLogger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
 installTemporalRuntime(testLogger);

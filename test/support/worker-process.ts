@@ -2,6 +2,7 @@ import { runEntryPoint } from '../../src/lifecycle';
 import { createLogger } from '../../src/logger';
 import { installTemporalRuntime } from '../../src/temporal/runtime-logger';
 import { testPlatformPorts } from './settings';
+import './stall-watch';
 import { buildTestParts, startTestWorker } from './worker';
 
 /**
