@@ -201,7 +201,7 @@ describe('the platform CLI', function () {
       env = { ...process.env, PLATFORM_API_URL: platform.api.url, PLATFORM_TOKEN: tenant.token };
       hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, receiver.url, { space_content_updated: true });
       for (let i = 0; i < 2; i++) {
-        const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'));
+        const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp'));
         failed.push((await platform.finalDelivery(ingest.body.deliveries[0], tenant.token)).id);
       }
       await waitFor(async () => ((await platform.http('GET', `/v1/deliveries?installation=${hook.id}&status=failed`, { token: tenant.token })).body.items.length === 2 ? true : undefined), 15_000, 'visibility');

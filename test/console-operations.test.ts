@@ -30,10 +30,10 @@ describe('the web console: installations, operations and integrations, in a real
     tenant = await platform.tenant();
     // Three retries at most, a few seconds apart (the test platform's schedule): three deliveries fail, one is delivered.
     hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-ops' }, receiver.url, { space_content_updated: true });
-    for (let i = 0; i < 3; i++) failedEvents.push((await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0]);
+    for (let i = 0; i < 3; i++) failedEvents.push((await platform.ingest(spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0]);
     for (const id of failedEvents) assert.equal((await platform.finalDelivery(id, tenant.token, 120_000)).status, 'failed');
     failing = false;
-    const delivered = (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0];
+    const delivered = (await platform.ingest(spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0];
     assert.equal((await platform.finalDelivery(delivered, tenant.token)).status, 'delivered');
   });
   after(async () => Promise.all([browser?.close(), platform.stop(), receiver.stop()]));
@@ -142,12 +142,12 @@ describe('the web console: installations, operations and integrations, in a real
     await (await openInstallation(page)).getByRole('link', { name: hook.id }).click();
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.locator('.status-paused').first().waitFor();
-    const skipped = (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0];
+    const skipped = (await platform.ingest(spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0];
     assert.equal((await platform.finalDelivery(skipped, tenant.token)).status, 'skipped');
     await shot(page, 'installation-paused');
     await page.getByRole('button', { name: 'Resume' }).click();
     await page.locator('.status-active').first().waitFor();
-    const after = (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0];
+    const after = (await platform.ingest(spaceEvent(tenant.org, 'sp-ops'))).body.deliveries[0];
     assert.equal((await platform.finalDelivery(after, tenant.token)).status, 'delivered');
     await page.context().close();
   });

@@ -33,7 +33,7 @@ describe('the web console, in a real browser', function () {
     [browser] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), platform.start(), receiver.start()]);
     [tenant, other] = [await platform.tenant(), await platform.tenant()];
     hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp', { revisionId: HOSTILE }));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp', { revisionId: HOSTILE }));
     failedId = ingest.body.deliveries[0];
     assert.equal((await platform.finalDelivery(failedId, tenant.token)).status, 'failed');
   });
@@ -103,7 +103,7 @@ describe('the web console, in a real browser', function () {
 
   it('shows a new delivery without a reload, and refuses a change without the session’s CSRF token', async function () {
     const page = await signIn(tenant.token);
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp'));
     const eventId: string = ingest.body.eventId;
     await page.getByRole('row').filter({ hasText: eventId }).waitFor({ timeout: 30_000 });
     const forged = await page.evaluate(async (id) => (await fetch(`/v1/deliveries/${encodeURIComponent(id)}/replay`, { method: 'POST' })).status, failedId);
@@ -163,7 +163,7 @@ describe('the web console, in a real browser', function () {
     assert.notEqual(newSecret, oldSecret);
     await shot(page, 'portal-secret-rotated');
     const before = receiver.requests.length;
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp'));
     const received = await waitFor(async () => receiver.requests.slice(before).find((request) => request.body.includes(ingest.body.eventId)), 30_000, 'the delivery after the rotation');
     const header = received.headers['x-platform-signature'] as string;
     assert.equal(header.match(/v1=/g)?.length, 2, header);

@@ -23,7 +23,7 @@ describe('listing and replaying deliveries', function () {
     tenant = await platform.tenant();
     hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp' }, receiver.url, { space_content_updated: true });
     startedAt = new Date(Date.now() - 1000).toISOString();
-    const ingests = await Promise.all([1, 2, 3].map(() => platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'))));
+    const ingests = await Promise.all([1, 2, 3].map(() => platform.ingest(spaceEvent(tenant.org, 'sp'))));
     failedIds = ingests.map((i) => i.body.deliveries[0]);
     for (const id of failedIds) assert.equal((await platform.finalDelivery(id, tenant.token)).status, 'failed');
     failing = false;
@@ -122,7 +122,7 @@ describe('listing and replaying deliveries', function () {
   it('reads and replays the delivery of an event whose id is as long as ingest takes (200 characters)', async function () {
     const eventId = `evt_${randomBytes(98).toString('hex')}`;
     assert.equal(eventId.length, 200);
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp', { eventId }));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp', { eventId }));
     assert.equal(ingest.status, 202);
     const id: string = ingest.body.deliveries[0];
     assert.ok(id.length > 200, `${id.length} characters`);
@@ -136,7 +136,7 @@ describe('listing and replaying deliveries', function () {
 
   it('replays to the installation as it is: not while it is paused (409), never once it is deleted (404), alone or in bulk', async function () {
     const other = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-replay-state' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-replay-state'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp-replay-state'));
     const id: string = ingest.body.deliveries[0];
     assert.equal((await platform.finalDelivery(id, tenant.token)).status, 'delivered');
     const replayOne = () => platform.http('POST', `/v1/deliveries/${id}/replay`, { token: tenant.token });

@@ -30,7 +30,7 @@ describe('delivery outcomes and the retry schedule', function () {
   async function run(name: string, reply: (n: number) => Reply, tenant: { org: string; token: string }): Promise<void> {
     const receiver = await new ScriptedReceiver(reply).start();
     await platform.webhook(tenant.token, { org: tenant.org, space: name }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, name));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, name));
     const delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
     scenarios.set(name, { receiver, delivery });
   }
@@ -51,7 +51,7 @@ describe('delivery outcomes and the retry schedule', function () {
       run('slow-then-200', (n) => (n === 0 ? { status: 200, delayMs: 11_000 } : status(200)), tenant),
       (async () => {
         const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'refused' }, refusedUrl, { space_content_updated: true });
-        const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'refused'));
+        const ingest = await platform.ingest(spaceEvent(tenant.org, 'refused'));
         refused = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
         assert.equal(refused.installationId, hook.id);
       })(),
@@ -125,7 +125,7 @@ describe('delivery outcomes and the retry schedule', function () {
     const receiver = await new ScriptedReceiver(() => ({ status: 503, headers: { 'retry-after': '3600' }, body: 'é'.repeat(2048) })).start();
     try {
       const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'capped' }, receiver.url, { space_content_updated: true });
-      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'capped'));
+      const ingest = await platform.ingest(spaceEvent(tenant.org, 'capped'));
       const attempted = await waitFor(async () => {
         const read = await platform.http('GET', `/v1/deliveries/${encodeURIComponent(ingest.body.deliveries[0])}`, { token: tenant.token });
         return read.body.attempts?.length ? read.body : undefined;
@@ -147,7 +147,7 @@ describe('delivery outcomes and the retry schedule', function () {
     try {
       await platform.webhook(tenant.token, { org: tenant.org, space: 'kept' }, receiver.url, { space_content_updated: true });
       for (let i = 0; i < 5; i++) {
-        const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'kept'));
+        const ingest = await platform.ingest(spaceEvent(tenant.org, 'kept'));
         assert.equal((await platform.finalDelivery(ingest.body.deliveries[0], tenant.token)).status, 'delivered');
       }
       assert.equal(receiver.requests.length, 5);

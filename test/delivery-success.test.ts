@@ -19,7 +19,7 @@ describe('a delivery to a receiver that answers 200', function () {
     tenant = await platform.tenant();
     hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
     ingestedAt = Date.now();
-    ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: `evt_ok_${Date.now()}` }));
+    ingest = await platform.ingest(spaceEvent(tenant.org, 'space-1', { eventId: `evt_ok_${Date.now()}` }));
     delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
   });
   after(async () => Promise.all([platform.stop(), receiver.stop()]));
@@ -75,7 +75,7 @@ describe('a delivery to a receiver that answers 200', function () {
   });
 
   it('answers a repeated eventId with the first ids and starts nothing new', async function () {
-    const again = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: ingest.body.eventId }));
+    const again = await platform.ingest(spaceEvent(tenant.org, 'space-1', { eventId: ingest.body.eventId }));
     assert.equal(again.status, 202);
     assert.deepEqual(again.body, ingest.body);
     await platform.untilShardsSettled(ingest.body.eventId, ingestedAt);
@@ -85,7 +85,7 @@ describe('a delivery to a receiver that answers 200', function () {
   it('refuses (409) an eventId taken by an event of another organization or type, alone or in a batch, and answers nothing of the first', async function () {
     const other = await platform.tenant();
     for (const event of [spaceEvent(other.org, 'space-1', { eventId: ingest.body.eventId }), siteViewEvent(tenant.org, 'site-1', { eventId: ingest.body.eventId })]) {
-      const taken = await platform.admin('POST', '/v1/events', event);
+      const taken = await platform.ingest(event);
       assert.equal(taken.status, 409, JSON.stringify(taken.body));
       assert.equal(taken.body.error, 'conflict');
       assert.ok(taken.body.message.includes(ingest.body.eventId));

@@ -21,7 +21,7 @@ describe('endpoint health: a failing receiver paused by the platform, its events
   after(async () => Promise.all([platform.stop(), failing.stop(), gone.stop(), operations.stop()]));
 
   const get = (path: string) => platform.http('GET', path, { token: tenant.token });
-  const ingest = async (space: string): Promise<string> => (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, space))).body.deliveries[0];
+  const ingest = async (space: string): Promise<string> => (await platform.ingest(spaceEvent(tenant.org, space))).body.deliveries[0];
   const installationOf = async (id: string) => (await get(`/v1/installations/${id}`)).body;
   const paused = (id: string) => waitFor(async () => ((await installationOf(id)).status === 'paused' ? installationOf(id) : undefined), 30_000, `${id} paused`);
   /** The operational events the organization's webhook got about an installation, verified as any delivery. */

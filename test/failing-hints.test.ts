@@ -24,8 +24,8 @@ describe('receivers failing now, from the attempts to the hand-over', function (
     try {
       const failing = await platform.webhook(tenant.token, { org: tenant.org, space: 'refused' }, refusedUrl, { space_content_updated: true });
       const healthy = await platform.webhook(tenant.token, { org: tenant.org, space: 'healthy' }, receiver.url, { space_content_updated: true });
-      await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'refused'));
-      await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'healthy'));
+      await platform.ingest(spaceEvent(tenant.org, 'refused'));
+      await platform.ingest(spaceEvent(tenant.org, 'healthy'));
       // After its first refused attempt, not its fourth: a shard of the next epoch knows it at once.
       const failingNow = await waitFor(async () => {
         const known = await platform.stores.health.failingNow();
@@ -49,7 +49,7 @@ describe('receivers failing now, from the attempts to the hand-over', function (
       // Its receiver answers again (its URL now a listener's): the next attempt clears it.
       const patched = await platform.http('PATCH', `/v1/installations/${failing.id}/configuration`, { token: tenant.token, body: { webhook_url: receiver.url } });
       assert.equal(patched.status, 200, JSON.stringify(patched.body));
-      await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'refused'));
+      await platform.ingest(spaceEvent(tenant.org, 'refused'));
       await waitFor(async () => ((await platform.stores.health.failingNow()).has(failing.id) ? undefined : true), 20_000, 'the failing state cleared');
     } finally {
       await receiver.stop();

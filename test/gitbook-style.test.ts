@@ -97,7 +97,7 @@ describe('an integration written as for GitBook, published with the CLI', functi
   });
 
   it('runs every handler it gives for an event', async function () {
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'space-1'));
     assert.equal(ingest.status, 202, JSON.stringify(ingest.body));
     const tags = () => forwarded.requests.filter((request) => request.method === 'POST').map((request) => JSON.parse(request.body)).filter((body) => body.eventId === ingest.body.eventId).map((body) => body.tag);
     await waitFor(async () => (tags().length === 2 ? true : undefined), 30_000, 'both handlers');

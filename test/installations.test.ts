@@ -64,7 +64,7 @@ describe('installations of the webhook integration', function () {
   it('routes site events to site installations only, and records paused ones as skipped', async function () {
     const site = await platform.webhook(tenant.token, { org: tenant.org, site: 'site-1' }, receiver.url, { site_view: true });
     const space = await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', siteViewEvent(tenant.org, 'site-1'));
+    const ingest = await platform.ingest(siteViewEvent(tenant.org, 'site-1'));
     assert.deepEqual(ingest.body.deliveries, [`${ingest.body.eventId}:${site.id}`], 'the space installation gets nothing');
     const delivered = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
     assert.equal(delivered.status, 'delivered');
@@ -73,14 +73,14 @@ describe('installations of the webhook integration', function () {
     const paused = await call('POST', `/v1/installations/${space.id}/pause`);
     assert.equal(paused.body.status, 'paused');
     const before = receiver.requests.length;
-    const skippedIngest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1'));
+    const skippedIngest = await platform.ingest(spaceEvent(tenant.org, 'space-1'));
     const skipped = await platform.finalDelivery(skippedIngest.body.deliveries[0], tenant.token);
     assert.equal(skipped.status, 'skipped');
     assert.equal(skipped.skipReason, 'installation_paused');
     assert.equal(skipped.attempts.length, 0);
     const resumed = await call('POST', `/v1/installations/${space.id}/resume`);
     assert.equal(resumed.body.status, 'active');
-    const again = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1'));
+    const again = await platform.ingest(spaceEvent(tenant.org, 'space-1'));
     assert.equal((await platform.finalDelivery(again.body.deliveries[0], tenant.token)).status, 'delivered');
     assert.equal(receiver.requests.length, before + 1);
   });
@@ -89,7 +89,7 @@ describe('installations of the webhook integration', function () {
     // Retry-After: 5, so that the pause is answered before the retry's time on a loaded machine too.
     const failing = await new ScriptedReceiver(() => ({ status: 503, headers: { 'retry-after': '5' } })).start();
     const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-pause-mid' }, failing.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-mid'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp-pause-mid'));
     await waitFor(async () => (failing.requests.length >= 1 ? true : undefined), 10_000, 'a first attempt');
     await call('POST', `/v1/installations/${hook.id}/pause`);
     // From the first attempt's arrival (not from when polling saw it): its answer came after it.
@@ -112,9 +112,9 @@ describe('installations of the webhook integration', function () {
     const [firstId, queuedId] = idsOfOneShard(`queued${randomBytes(3).toString('hex')}`, 2) as [string, string];
     // Both in one epoch (its shard workflow holds the lane): sent early in one.
     while (Date.now() % EPOCH_MS > 500) await new Promise((resolve) => setTimeout(resolve, 50));
-    await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-queued', { eventId: firstId }));
+    await platform.ingest(spaceEvent(tenant.org, 'sp-pause-queued', { eventId: firstId }));
     await waitFor(async () => (slow.requests.length === 1 ? true : undefined), 10_000, 'the first POST');
-    const queued = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-queued', { eventId: queuedId }));
+    const queued = await platform.ingest(spaceEvent(tenant.org, 'sp-pause-queued', { eventId: queuedId }));
     assert.equal(queued.status, 202);
     await call('POST', `/v1/installations/${hook.id}/pause`);
     const delivery = await platform.finalDelivery(queued.body.deliveries[0], tenant.token);
@@ -136,10 +136,10 @@ describe('installations of the webhook integration', function () {
     const [firstId, secondId] = idsOfOneShard(`batch${randomBytes(3).toString('hex')}`, 2) as [string, string];
     const attemptsOf = (eventId: string) => failing.requests.filter((request) => JSON.parse(request.body).eventId === eventId);
     while (Date.now() % EPOCH_MS > 2500) await new Promise((resolve) => setTimeout(resolve, 50));
-    const first = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-batch', { eventId: firstId }));
+    const first = await platform.ingest(spaceEvent(tenant.org, 'sp-pause-batch', { eventId: firstId }));
     await waitFor(async () => (attemptsOf(firstId).length >= 1 ? true : undefined), 10_000, "the first event's first attempt");
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const second = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-batch', { eventId: secondId }));
+    const second = await platform.ingest(spaceEvent(tenant.org, 'sp-pause-batch', { eventId: secondId }));
     await waitFor(async () => (attemptsOf(firstId).length >= 2 ? true : undefined), 10_000, "the first event's retry");
     await call('POST', `/v1/installations/${hook.id}/pause`);
     const pausedAt = performance.now();
@@ -161,7 +161,7 @@ describe('installations of the webhook integration', function () {
     const after = await new ScriptedReceiver().start();
     try {
       const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-move-mid' }, before.url, { space_content_updated: true });
-      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-move-mid'));
+      const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp-move-mid'));
       await waitFor(async () => (before.requests.length >= 1 ? true : undefined), 10_000, 'a first attempt');
       assert.equal((await call('PATCH', `/v1/installations/${hook.id}/configuration`, { webhook_url: after.url })).status, 200);
       const rotated = await call('POST', `/v1/installations/${hook.id}/signing-secret/rotate`);
@@ -185,7 +185,7 @@ describe('installations of the webhook integration', function () {
     const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-rotate-loop' }, receiver.url, { space_content_updated: true });
     const secrets = [hook.secret];
     for (let i = 0; i < MAX_ROTATED_SECRETS + 2; i++) secrets.unshift((await call('POST', `/v1/installations/${hook.id}/signing-secret/rotate`)).body.secret);
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-rotate-loop'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp-rotate-loop'));
     assert.equal((await platform.finalDelivery(ingest.body.deliveries[0], tenant.token)).status, 'delivered');
     const request = receiver.requests.find((r) => JSON.parse(r.body).eventId === ingest.body.eventId)!;
     const header = String(request.headers['x-platform-signature']);
@@ -197,10 +197,10 @@ describe('installations of the webhook integration', function () {
   it('an organization installation hears events of every space and site of its organization', async function () {
     const own = await platform.tenant();
     const org = await platform.webhook(own.token, { org: own.org }, receiver.url, { space_content_updated: true, page_feedback: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(own.org, 'any-space'));
+    const ingest = await platform.ingest(spaceEvent(own.org, 'any-space'));
     assert.ok(ingest.body.deliveries.includes(`${ingest.body.eventId}:${org.id}`));
     const other = await platform.tenant();
-    const foreign = await platform.admin('POST', '/v1/events', spaceEvent(other.org, 'any-space'));
+    const foreign = await platform.ingest(spaceEvent(other.org, 'any-space'));
     assert.deepEqual(foreign.body.deliveries, [], 'another organization’s event never reaches it');
   });
 
@@ -211,7 +211,7 @@ describe('installations of the webhook integration', function () {
     assert.match(rotated.body.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.notEqual(rotated.body.secret, hook.secret);
     assert.equal((await call('GET', `/v1/installations/${hook.id}/signing-secret`)).body.secret, rotated.body.secret);
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-rotate'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp-rotate'));
     await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
     const request = receiver.requests.find((r) => JSON.parse(r.body).eventId === ingest.body.eventId)!;
     const header = String(request.headers['x-platform-signature']);
@@ -225,7 +225,7 @@ describe('installations of the webhook integration', function () {
     const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-delete' }, receiver.url, { space_content_updated: true });
     assert.equal((await call('DELETE', `/v1/installations/${hook.id}`)).status, 204);
     assert.equal((await call('GET', `/v1/installations/${hook.id}`)).status, 404);
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-delete'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp-delete'));
     assert.deepEqual(ingest.body.deliveries, []);
   });
 

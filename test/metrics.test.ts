@@ -21,13 +21,13 @@ describe('Prometheus metrics', function () {
   it('counts what the API and the worker do: ingest, deliveries, attempts by class, retries, log lag, Temporal errors', async function () {
     const tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'm' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'm'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'm'));
     assert.equal((await platform.finalDelivery(ingest.body.deliveries[0], tenant.token)).status, 'delivered');
     const ingested = async () => sample(await (await fetch(`${platform.api.url}/metrics`)).text(), 'platform_events_ingested_total', 'type="space_content_updated"')!;
     const before = await ingested();
     // A repeat is answered again, not ingested again.
     const event = { ...spaceEvent(tenant.org, 'm'), eventId: `evt_metrics_${Date.now()}` };
-    for (let i = 0; i < 3; i++) assert.equal((await platform.admin('POST', '/v1/events', event)).status, 202);
+    for (let i = 0; i < 3; i++) assert.equal((await platform.ingest(event)).status, 202);
     assert.equal((await ingested()) - before, 1);
     const answer = await fetch(`${platform.api.url}/metrics`);
     assert.equal(answer.status, 200);

@@ -29,7 +29,7 @@ describe('ordered delivery: one at a time, in the order recorded', function () {
     const eventIds: string[] = [];
     const send = async (count: number) => {
       for (let i = 0; i < count; i++) {
-        const answer = await platform.admin('POST', '/v1/events', spaceEvent(suite.tenant.org, 'sp-ordered'));
+        const answer = await platform.ingest(spaceEvent(suite.tenant.org, 'sp-ordered'));
         assert.equal(answer.status, 202);
         eventIds.push(answer.body.eventId);
       }
@@ -40,7 +40,7 @@ describe('ordered delivery: one at a time, in the order recorded', function () {
     await replaceWorker(platform, suite, 'SIGKILL');
     await send(20);
     // Another installation's event goes out while the line works through its backlog: it is not held behind it.
-    const otherEvent = await platform.admin('POST', '/v1/events', spaceEvent(suite.tenant.org, 'sp-other'));
+    const otherEvent = await platform.ingest(spaceEvent(suite.tenant.org, 'sp-other'));
     assert.equal((await platform.finalDelivery(otherEvent.body.deliveries[0], suite.tenant.token, 60_000)).status, 'delivered');
     const last = await platform.finalDelivery(`${eventIds.at(-1)}:${hook.id}`, suite.tenant.token, 180_000);
     assert.equal(last.status, 'delivered');

@@ -15,7 +15,7 @@ describe('the platform on PostgreSQL', function () {
     assert.match(platform.databaseUrl, /^postgres:\/\//);
     const tenant = await platform.tenant();
     const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'pg' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'pg'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'pg'));
     const delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
     assert.equal(delivery.status, 'delivered');
     assert.deepEqual(delivery.attempts.map((a: any) => a.statusCode), [503, 200]);
@@ -38,7 +38,7 @@ describe('the platform on PostgreSQL', function () {
     await gone.start();
     try {
       const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'pg-gone' }, gone.url, { space_content_updated: true });
-      const first = (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'pg-gone'))).body.deliveries[0];
+      const first = (await platform.ingest(spaceEvent(tenant.org, 'pg-gone'))).body.deliveries[0];
       assert.equal((await platform.finalDelivery(first, tenant.token)).status, 'failed');
       const paused = await waitFor(async () => {
         const installation = (await platform.http('GET', `/v1/installations/${hook.id}`, { token: tenant.token })).body;
@@ -47,7 +47,7 @@ describe('the platform on PostgreSQL', function () {
       assert.equal(paused.pause.reason, 'receiver_gone');
       const health = (await platform.http('GET', `/v1/installations/${hook.id}/health`, { token: tenant.token })).body;
       assert.deepEqual([health.consecutiveFailures, health.lastFailure.statusCode, health.last24h.failed], [1, 410, 1]);
-      const held = (await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'pg-gone'))).body.deliveries[0];
+      const held = (await platform.ingest(spaceEvent(tenant.org, 'pg-gone'))).body.deliveries[0];
       assert.equal((await platform.http('GET', `/v1/deliveries/${held}`, { token: tenant.token })).body.status, 'held');
       const resumed = await platform.http('POST', `/v1/installations/${hook.id}/resume`, { token: tenant.token, body: { replayFailed: true } });
       assert.equal(resumed.status, 200, JSON.stringify(resumed.body));

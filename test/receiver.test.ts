@@ -56,7 +56,7 @@ describe('receiver helpers', function () {
     });
 
     it('accepts a signed delivery once, and ignores its replay by eventId', async function () {
-      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'));
+      const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp'));
       const delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
       assert.equal(delivery.status, 'delivered');
       assert.equal(delivery.attempts[0].responseBody, '{"received":true}');
@@ -81,7 +81,7 @@ describe('receiver helpers', function () {
 
     it('a delivery it rejects (wrong secret) ends failed after one attempt: 401 is not retried', async function () {
       useSecret('whsec_wrong');
-      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp'));
+      const ingest = await platform.ingest(spaceEvent(tenant.org, 'sp'));
       const delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token);
       useSecret(hook.secret);
       assert.equal(delivery.status, 'failed');

@@ -12,7 +12,7 @@ describe('events to integration code', function () {
   let receiver = '';
 
   const forwards = (installationId: string, what: string) => forwarded.requests.map((r) => JSON.parse(r.body)).filter((f) => f.installationId === installationId && f.what === what);
-  const ingest = (body: Record<string, unknown>) => platform.admin('POST', '/v1/events', { organizationId: tenant.org, ...body });
+  const ingest = (body: Record<string, unknown>) => platform.ingest({ organizationId: tenant.org, ...body });
 
   before(async function () {
     ({ platform, tenant, receiver } = await startWithForwarding(__filename, forwarded));

@@ -179,7 +179,7 @@ describe("isolates: one organization's burst holds its share of the pool, not th
     const sleeping = fetch(`${busy.urls.publicEndpoint}/sleep`);
     await new Promise((resolve) => setTimeout(resolve, 500));
     // Its organization's one process is busy for 6 s: the attempt batch finds no room for 5 s, then runs again.
-    const answer = await platform.admin('POST', '/v1/events', { type: 'space_content_updated', organizationId: a.org, spaceId: 'space', revisionId: 'r1' });
+    const answer = await platform.ingest({ type: 'space_content_updated', organizationId: a.org, spaceId: 'space', revisionId: 'r1' });
     assert.equal(answer.status, 202);
     const id = answer.body.deliveries.find((delivery: string) => delivery.endsWith(waiting.id));
     const delivery = await platform.finalDelivery(id, a.token);

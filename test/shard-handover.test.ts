@@ -23,12 +23,12 @@ describe('a delivery shard hands over while a receiver hangs', function () {
     const [hanging, ...quick] = idsOfOneShard(`handover_${tenant.org}`, 7);
     const shard = platform.client.workflow.getHandle(wholeRunShardWorkflowId(hanging!));
 
-    const stuck = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'slow', { eventId: hanging }));
+    const stuck = await platform.ingest(spaceEvent(tenant.org, 'slow', { eventId: hanging }));
     await waitFor(async () => slow.requests.length || undefined, 10_000, 'the slow attempt');
     const firstRun = (await shard.describe()).runId;
     // Each of these is one more hand-over: the run's third starts its handover.
     for (const eventId of quick) {
-      await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'fast', { eventId }));
+      await platform.ingest(spaceEvent(tenant.org, 'fast', { eventId }));
       await waitFor(async () => fast.requests.find((request) => JSON.parse(request.body).eventId === eventId), 10_000, `${eventId} at the fast receiver`);
     }
     quickIn();

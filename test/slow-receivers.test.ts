@@ -32,11 +32,7 @@ describe('many slow receivers at once', function () {
     await platform.webhook(tenant.token, { org: tenant.org, space: 'fast' }, receiver.url, { space_content_updated: true });
     const eventOf = (space: string) => spaceEvent(tenant.org, space, { eventId: `evt_${space}_${tenant.org}` });
     // Each event until accepted, with its eventId (a 503 means "try again" while the engine is busy).
-    const ingest = (space: string) =>
-      waitFor(async () => {
-        const answer = await platform.admin('POST', '/v1/events', eventOf(space));
-        return answer.status === 202 ? answer : undefined;
-      }, 30_000, `the event of ${space}`, 200);
+    const ingest = (space: string) => platform.ingest(eventOf(space), 30_000);
     // The hanging ones in one batch, sent again until each is accepted (a repeat answers its
     // first answer): their POSTs come within moments of each other, well inside the 9 s they
     // hang, where 210 requests of one event each spread over seconds on a loaded machine.

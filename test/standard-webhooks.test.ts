@@ -42,7 +42,7 @@ describe('Standard Webhooks signatures (signature_headers: standard)', function 
 
   /** Sends an event to `space` and answers the receiver's request of it. */
   async function delivered(space: string): Promise<ReceivedRequest> {
-    const { body } = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, space));
+    const { body } = await platform.ingest(spaceEvent(tenant.org, space));
     const eventId: string = body.eventId;
     return waitFor(async () => receiver.requests.find((request) => JSON.parse(request.body).eventId === eventId), 30_000, `${eventId} at the receiver`);
   }

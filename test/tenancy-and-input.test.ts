@@ -19,7 +19,7 @@ describe('tenancy and bad input', function () {
     await Promise.all([platform.start(), receiver.start()]);
     [a, b] = await Promise.all([platform.tenant(), platform.tenant()]);
     hookA = await platform.webhook(a.token, { org: a.org, space: 'sp-a' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(a.org, 'sp-a'));
+    const ingest = await platform.ingest(spaceEvent(a.org, 'sp-a'));
     deliveryA = ingest.body.deliveries[0];
     await platform.finalDelivery(deliveryA, a.token);
   });

@@ -29,7 +29,7 @@ describe('traces from ingest to the receiver (OTLP)', function () {
     platform = await new TestPlatform(__filename, { tracing }).start();
     tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'space-1' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'space-1', { eventId: `evt_traced_${Date.now()}` }));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'space-1', { eventId: `evt_traced_${Date.now()}` }));
     assert.equal(ingest.status, 202);
     eventId = ingest.body.eventId;
     deliveryId = ingest.body.deliveries[0];

@@ -71,7 +71,7 @@ describe('webhook URL guard', function () {
 
     it('the worker refuses the connection when the address is private at delivery time: failed, not retried, nothing sent', async function () {
       const hook = await lenientApi.webhook(tenant.token, { org: tenant.org, space: 'rebind' }, receiver.url.replace('127.0.0.1', 'localhost'), { space_content_updated: true });
-      const ingest = await strict.admin('POST', '/v1/events', spaceEvent(tenant.org, 'rebind'));
+      const ingest = await strict.ingest(spaceEvent(tenant.org, 'rebind'));
       assert.deepEqual(ingest.body.deliveries, [`${ingest.body.eventId}:${hook.id}`]);
       const delivery = await strict.finalDelivery(ingest.body.deliveries[0], tenant.token);
       assert.equal(delivery.status, 'failed');
@@ -83,7 +83,7 @@ describe('webhook URL guard', function () {
 
     it('a host that does not resolve is a DNS failure, retried, not a blocked destination', async function () {
       const hook = await lenientApi.webhook(tenant.token, { org: tenant.org, space: 'nxdomain' }, 'http://does-not-exist.invalid/hook', { space_content_updated: true });
-      const ingest = await strict.admin('POST', '/v1/events', spaceEvent(tenant.org, 'nxdomain'));
+      const ingest = await strict.ingest(spaceEvent(tenant.org, 'nxdomain'));
       const delivery = await strict.finalDelivery(ingest.body.deliveries[0], tenant.token);
       assert.equal(delivery.installationId, hook.id);
       assert.equal(delivery.status, 'failed');

@@ -22,7 +22,7 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
     tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'crash' }, receiver.url, { space_content_updated: true });
     for (let i = 0; i < 12; i++) {
-      const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'crash'));
+      const ingest = await platform.ingest(spaceEvent(tenant.org, 'crash'));
       deliveries.push(...ingest.body.deliveries);
     }
     await waitFor(async () => (receiver.requests.length >= 4 ? true : undefined), 20_000, 'requests in flight');

@@ -19,7 +19,7 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
     const first = await runWorkerOf(platform);
     tenant = await platform.tenant();
     await platform.webhook(tenant.token, { org: tenant.org, space: 'stop' }, receiver.url, { space_content_updated: true });
-    const ingest = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'stop'));
+    const ingest = await platform.ingest(spaceEvent(tenant.org, 'stop'));
     await waitFor(async () => (receiver.requests.length === 1 ? true : undefined), 30_000, 'the first request');
     await first.stop().catch((err: unknown) => (stopError = err));
     const second = await runWorkerOf(platform);

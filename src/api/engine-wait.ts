@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
 import { CallsInFlight, engineHeardSince, withCallsCounted } from '../temporal/calls-in-flight';
 import { unavailable } from './errors';
@@ -23,11 +24,13 @@ const PROBE_MS = 2000;
  * cheap question (one question shared by every request waiting meanwhile). Silent past
  * PROBE_MS, the request is answered 503 then (within 3 s), as a stopped server's (whose
  * connections are refused) is; unless another call of this process had the server's
- * answer meanwhile (a busy server), which excuses one silent probe (503 within 5 s).
- * Time spent elsewhere (integration code, the delivery log) never counts.
+ * answer meanwhile (a busy server), which excuses one silent probe (503 within 5 s), or
+ * this process itself stood still for much of the probe (a starved CPU: test processes
+ * of a busy CI run were held 2-6 s), which says nothing of the engine. Time spent
+ * elsewhere (integration code, the delivery log) never counts.
  */
 export class EngineWait {
-  private probe?: Promise<{ answered: boolean; heardMeanwhile: boolean }>;
+  private probe?: Promise<{ answered: boolean; heardMeanwhile: boolean; heldHere: boolean }>;
 
   constructor(private readonly client: Client) {}
 
@@ -42,9 +45,9 @@ export class EngineWait {
       watch = setInterval(() => {
         if (asking || calls.waitingSince === undefined || performance.now() - calls.waitingSince < PROBE_AFTER_MS) return;
         asking = true;
-        void this.answers().then(({ answered, heardMeanwhile }) => {
+        void this.answers().then(({ answered, heardMeanwhile, heldHere }) => {
           asking = false;
-          if (answered) return;
+          if (answered || heldHere) return;
           if (heardMeanwhile && !excused) excused = true;
           else reject(unavailable('Temporal did not answer in time; try again'));
         });
@@ -59,13 +62,26 @@ export class EngineWait {
     }
   }
 
-  /** Whether the frontend answers within PROBE_MS, and if not, whether some other call of the process was answered meanwhile (a busy server, not a hung one). */
-  private answers(): Promise<{ answered: boolean; heardMeanwhile: boolean }> {
+  /**
+   * Whether the frontend answers within PROBE_MS, and if not, whether some other call of
+   * the process was answered meanwhile (a busy server, not a hung one), and whether this
+   * process's event loop was held for half the probe or more (its answer unread, not late).
+   */
+  private answers(): Promise<{ answered: boolean; heardMeanwhile: boolean; heldHere: boolean }> {
+    if (this.probe) return this.probe;
     const asked = performance.now();
-    this.probe ??= this.client
+    const delay = monitorEventLoopDelay({ resolution: 20 });
+    delay.enable();
+    this.probe = this.client
       .withDeadline(Date.now() + PROBE_MS, () => this.client.workflowService.getSystemInfo({}))
-      .then(() => ({ answered: true, heardMeanwhile: true }), () => ({ answered: false, heardMeanwhile: engineHeardSince(asked) }))
-      .finally(() => (this.probe = undefined));
+      .then(
+        () => ({ answered: true, heardMeanwhile: true, heldHere: false }),
+        () => ({ answered: false, heardMeanwhile: engineHeardSince(asked), heldHere: delay.max / 1e6 >= PROBE_MS / 2 }),
+      )
+      .finally(() => {
+        delay.disable();
+        this.probe = undefined;
+      });
     return this.probe;
   }
 }

@@ -36,3 +36,16 @@ export async function mochaGlobalSetup(): Promise<void> {
 export async function mochaGlobalTeardown(): Promise<void> {
   await Promise.all([server?.stop(), postgres?.stop()]);
 }
+
+/**
+ * Root hooks of every test process: the file and test running now, which a stall report
+ * names (see stall-watch.ts).
+ */
+export const mochaHooks = {
+  beforeAll(this: Mocha.Context) {
+    (globalThis as { runningTest?: string }).runningTest = `${path.basename(this.test?.parent?.suites.at(-1)?.file ?? '?')} (its before hooks)`;
+  },
+  beforeEach(this: Mocha.Context) {
+    (globalThis as { runningTest?: string }).runningTest = `${path.basename(this.currentTest?.file ?? '?')}: ${this.currentTest?.title}`;
+  },
+};

@@ -170,6 +170,20 @@ export class TestPlatform {
     return this.http<T>(method, path, { token: this.adminToken, body });
   }
 
+  /**
+   * POSTs an event as a client does: sent again after a 503 (the engine did not answer in
+   * time, a shard full), after its Retry-After, for up to `timeoutMs`; any other answer is
+   * the answer. For tests whose subject is not ingest's refusals.
+   */
+  async ingest<T = any>(event: object, timeoutMs = 60_000): Promise<HttpAnswer<T>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const answer = await this.admin<T>('POST', '/v1/events', event);
+      if (answer.status !== 503 || Date.now() > deadline) return answer;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 1000 * Number(answer.headers.get('retry-after') ?? 1))));
+    }
+  }
+
   /** A fresh organization with one member; ids are unique per call. */
   async tenant(): Promise<{ org: string; token: string; userId: string }> {
     const suffix = randomBytes(4).toString('hex');

@@ -25,7 +25,8 @@ setInterval(() => {
   const heldMs = now - last - TICK_MS;
   if (heldMs > STALL_MS) {
     const ioStalled = io !== undefined && lastIo !== undefined ? ` (the machine all stalled on I/O for ${Math.round((io - lastIo) / 1000)} ms of it)` : '';
-    process.stderr.write(`stall: process ${process.pid}'s event loop was held ${Math.round(heldMs)} ms until ${new Date().toISOString()}${ioStalled}\n`);
+    const running = (globalThis as { runningTest?: string }).runningTest;
+    process.stderr.write(`stall: process ${process.pid}'s event loop was held ${Math.round(heldMs)} ms until ${new Date().toISOString()}${ioStalled}${running ? `, in ${running}` : ''}\n`);
   }
   [last, lastIo] = [now, io];
 }, TICK_MS).unref();

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createLogger } from '../../src/logger';
 import { DIRECTORY_WORKFLOW_ID, directoryQuery } from '../../src/workflows/directory';
-import { waitFor, type HttpAnswer, type TestPlatform } from './platform';
+import { waitFor, type TestPlatform } from './platform';
 import { StartedParts } from '../../src/lifecycle';
 import { startTestWorker } from './worker';
 
@@ -65,12 +65,4 @@ export async function replaceWorker(platform: TestPlatform, suite: { worker: Chi
  */
 export async function untilWorkerAnswers(platform: TestPlatform): Promise<void> {
   await waitFor(() => platform.client.workflow.getHandle(DIRECTORY_WORKFLOW_ID).query(directoryQuery).then(() => true, () => undefined), 30_000, 'the worker to answer');
-}
-
-/** Posts an event again after each refusal, as a client honouring Retry-After does, until it is accepted. */
-export function postUntilAccepted(platform: TestPlatform, event: object, timeoutMs: number): Promise<HttpAnswer> {
-  return waitFor(async () => {
-    const answer = await platform.admin('POST', '/v1/events', event);
-    return answer.status === 202 ? answer : undefined;
-  }, timeoutMs, 'the retry to be accepted');
 }
