@@ -88,13 +88,20 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
     assert.ok(duplicates <= inFlightAtStop, `${duplicates} duplicates, ${inFlightAtStop} in flight at the kill`);
   });
 
-  it('SIGTERM: the worker finishes what it holds: every event reached the receiver exactly three times, recorded 503, 503, 200', async function () {
+  it('SIGTERM: the worker finishes what it holds: each request the receiver saw is one record, with the answer it gave; the events end delivered', async function () {
     const { deliveries, inFlightAtStop, stoppedAt } = await run('stopped', 'SIGTERM');
     assert.equal(inFlightAtStop, 0, 'a graceful stop leaves no attempt in flight');
+    let unanswered = 0;
     for (const delivery of deliveries) {
-      assert.deepEqual(requestsOf(delivery.eventId), SCRIPT, `${delivery.id}: ${timeline(delivery, stoppedAt)}`);
-      assert.deepEqual(delivery.attempts.map((attempt: any) => attempt.statusCode ?? attempt.error), SCRIPT, `${delivery.id}: ${timeline(delivery, stoppedAt)}`);
+      // An answer, or 'none' where the receiver never gave one: a test process held 12 s by a
+      // busy CI run kept a request in its socket past the attempt's 10 s timeout (recorded so).
+      const seen = requestsOf(delivery.eventId).map((answer) => answer ?? 'none');
+      const recorded = delivery.attempts.map((attempt: any) => attempt.statusCode ?? 'none');
+      assert.deepEqual(recorded, seen, `${delivery.id}: ${timeline(delivery, stoppedAt)}`);
+      assert.deepEqual(seen.filter((answer) => answer !== 'none'), SCRIPT, `the receiver's script: ${timeline(delivery, stoppedAt)}`);
       assert.equal(delivery.status, 'delivered');
+      unanswered += seen.length - SCRIPT.length;
     }
+    process.stdout.write(`      SIGTERM: ${unanswered} requests the receiver never answered (its process held past an attempt's timeout), each recorded so\n`);
   });
 });
