@@ -202,7 +202,8 @@ describe('the embedded default leaves no orphan, however it dies', function () {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'platform-worker-starting-'));
       const worker = spawn(process.execPath, [path.join(DIST, 'src', 'main.js'), 'worker'], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: `127.0.0.1:${(silent.address() as net.AddressInfo).port}`, PLATFORM_ENCRYPTION_KEY: generateEncryptionKey(), PLATFORM_DATABASE_URL: `sqlite:${path.join(dir, 'log.db')}`, PLATFORM_WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, stdio: 'ignore' });
       const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
-      await waitFor(async () => (existsSync(path.join(dir, 'log.db')) ? true : undefined), 10_000, 'the worker to open its log');
+      // Its start-up loads every module of the platform first: seconds on a CPU starved by the rest of the suite.
+      await waitFor(async () => (existsSync(path.join(dir, 'log.db')) ? true : undefined), 30_000, 'the worker to open its log');
       await new Promise((resolve) => setTimeout(resolve, 500));
       const signalled = Date.now();
       worker.kill('SIGTERM');
