@@ -73,6 +73,7 @@ function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
  */
 export class StartedParts {
   private readonly parts: { name: string; stop: () => Promise<unknown> }[] = [];
+  private readonly beginnings: (() => void)[] = [];
   private stopping?: Promise<void>;
 
   constructor(private readonly logger: Logger) {}
@@ -91,9 +92,20 @@ export class StartedParts {
     return part;
   }
 
+  /**
+   * `begin` runs as soon as the stop begins, before any part stops: the worker's drain,
+   * whose time runs beside the API's own drain rather than after it (both within
+   * STOP_DEADLINE_MS).
+   */
+  whenStopping(begin: () => void): void {
+    if (this.stopping) begin();
+    else this.beginnings.push(begin);
+  }
+
   /** Stops every part, last started first; one that fails is logged and the others still stop. */
   stopAll(): Promise<void> {
     this.stopping ??= (async () => {
+      for (const begin of this.beginnings) begin();
       for (const { name, stop } of this.parts.reverse()) await this.stopOne(name, stop);
     })();
     return this.stopping;
@@ -114,10 +126,9 @@ export type Heed = (logger: Logger, onStop?: () => void) => StartedParts;
 /**
  * Runs an entry point (the embedded default, the API, the worker). `start` calls `heed`
  * once it has a logger: from then on SIGINT and SIGTERM stop what it has started (see
- * stopOnSignals), during start-up too, when the Temporal runtime's own handlers would
- * otherwise take them and do nothing. A start-up that fails stops what it started, then
- * exits 1 saying so after `failed`; one that fails because a signal stopped what it needed
- * is the stop's to end.
+ * stopOnSignals), during start-up too (the Temporal runtime takes none). A start-up that
+ * fails stops what it started, then exits 1 saying so after `failed`; one that fails
+ * because a signal stopped what it needed is the stop's to end.
  */
 export function runEntryPoint(failed: string, start: (heed: Heed) => Promise<void>): void {
   let started: StartedParts | undefined;

@@ -96,8 +96,11 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
       // An answer, or 'none' where the receiver never gave one: a test process held 12 s by a
       // busy CI run kept a request in its socket past the attempt's 10 s timeout (recorded so).
       const seen = requestsOf(delivery.eventId).map((answer) => answer ?? 'none');
-      const recorded = delivery.attempts.map((attempt: any) => attempt.statusCode ?? 'none');
+      const recorded = delivery.attempts.map((attempt: any) => attempt.statusCode ?? (attempt.error === 'timeout' || attempt.error === 'interrupted' ? 'none' : attempt.error));
       assert.deepEqual(recorded, seen, `${delivery.id}: ${timeline(delivery, stoppedAt)}`);
+      // The drain starts nothing: no attempt begun after the signal was cut off at its end.
+      const cutOff = delivery.attempts.filter((attempt: any) => attempt.error === 'interrupted' && Date.parse(attempt.startedAt) > stoppedAt);
+      assert.deepEqual(cutOff, [], `an attempt begun in the drain was cut off: ${timeline(delivery, stoppedAt)}`);
       assert.deepEqual(seen.filter((answer) => answer !== 'none'), SCRIPT, `the receiver's script: ${timeline(delivery, stoppedAt)}`);
       assert.equal(delivery.status, 'delivered');
       unanswered += seen.length - SCRIPT.length;

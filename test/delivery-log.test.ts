@@ -100,6 +100,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       // A final outcome of the attempt counted last (another writer's) still ends the delivery.
       await stores.attempts.recordOutcomes([{ id: 'evt_count:ins_1', status: 'delivered', attempt: { ...attempt(2), statusCode: 200, nextDelayMs: undefined } }], run);
       assert.equal((await stores.deliveries.get('evt_count:ins_1'))!.status, 'delivered');
+      // A batch run again once all its deliveries ended reads nothing to attempt (PostgreSQL refused its `in ()`).
+      assert.equal((await stores.attempts.toAttempt([{ id: 'evt_count:ins_1', attempt: 3 }])).size, 0);
     });
 
     it('lists newest first with stable cursors across equal times, and filters', async function () {

@@ -112,9 +112,9 @@ describe('installations of the webhook integration', function () {
     const [firstId, queuedId] = idsOfOneShard(`queued${randomBytes(3).toString('hex')}`, 2) as [string, string];
     // Both in one epoch (its shard workflow holds the lane): sent early in one.
     while (Date.now() % EPOCH_MS > 500) await new Promise((resolve) => setTimeout(resolve, 50));
-    await platform.ingest(spaceEvent(tenant.org, 'sp-pause-queued', { eventId: firstId }));
+    await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-queued', { eventId: firstId }));
     await waitFor(async () => (slow.requests.length === 1 ? true : undefined), 10_000, 'the first POST');
-    const queued = await platform.ingest(spaceEvent(tenant.org, 'sp-pause-queued', { eventId: queuedId }));
+    const queued = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-queued', { eventId: queuedId }));
     assert.equal(queued.status, 202);
     await call('POST', `/v1/installations/${hook.id}/pause`);
     const delivery = await platform.finalDelivery(queued.body.deliveries[0], tenant.token);
@@ -136,10 +136,10 @@ describe('installations of the webhook integration', function () {
     const [firstId, secondId] = idsOfOneShard(`batch${randomBytes(3).toString('hex')}`, 2) as [string, string];
     const attemptsOf = (eventId: string) => failing.requests.filter((request) => JSON.parse(request.body).eventId === eventId);
     while (Date.now() % EPOCH_MS > 2500) await new Promise((resolve) => setTimeout(resolve, 50));
-    const first = await platform.ingest(spaceEvent(tenant.org, 'sp-pause-batch', { eventId: firstId }));
+    const first = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-batch', { eventId: firstId }));
     await waitFor(async () => (attemptsOf(firstId).length >= 1 ? true : undefined), 10_000, "the first event's first attempt");
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const second = await platform.ingest(spaceEvent(tenant.org, 'sp-pause-batch', { eventId: secondId }));
+    const second = await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'sp-pause-batch', { eventId: secondId }));
     await waitFor(async () => (attemptsOf(firstId).length >= 2 ? true : undefined), 10_000, "the first event's retry");
     await call('POST', `/v1/installations/${hook.id}/pause`);
     const pausedAt = performance.now();

@@ -50,7 +50,8 @@ export class AttemptRecords {
         if (earlier.attempt < asked.get(earlier.delivery_id)!) found.get(earlier.delivery_id)!.interruptedBefore += 1;
       }
       // Started and not recorded: by a run that died (its answer unknown, it is not sent again), or one still making it.
-      for (const started of await this.db.selectFrom('attempts_in_flight').selectAll().where('delivery_id', 'in', rows.map((row) => row.id)).execute()) {
+      // None pending (a rerun of a batch whose deliveries all ended): no `in ()`, which PostgreSQL refuses (it failed such a batch for good in the topology test).
+      for (const started of rows.length ? await this.db.selectFrom('attempts_in_flight').selectAll().where('delivery_id', 'in', rows.map((row) => row.id)).execute() : []) {
         const delivery = found.get(started.delivery_id)!;
         if (started.attempt === asked.get(started.delivery_id) && !delivery.recorded) delivery.interrupted = { deliveryId: started.delivery_id, attempt: started.attempt, startedAt: new Date(Number(started.started_at)).toISOString(), url: started.url, workflowId: started.workflow_id };
       }

@@ -171,16 +171,19 @@ export class TestPlatform {
   }
 
   /**
-   * POSTs an event as a client does: sent again after a 503 (the engine did not answer in
-   * time, a shard full), after its Retry-After, for up to `timeoutMs`; any other answer is
-   * the answer. For tests whose subject is not ingest's refusals.
+   * POSTs an event as a client does: with an eventId given before its first try (a 503 may
+   * come after the event was recorded: sent again, it is answered as the first), and again
+   * after a 503 (the engine did not answer in time, a shard full), after its Retry-After,
+   * for up to `timeoutMs`; any other answer is the answer. For tests whose subject is not
+   * ingest's refusals, nor when events reach their shard.
    */
-  async ingest<T = any>(event: object, timeoutMs = 60_000): Promise<HttpAnswer<T>> {
+  async ingest<T = any>(event: object, timeoutMs = 20_000): Promise<HttpAnswer<T>> {
+    const body = 'eventId' in event ? event : { ...event, eventId: `evt_${randomBytes(12).toString('hex')}` };
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const answer = await this.admin<T>('POST', '/v1/events', event);
+      const answer = await this.admin<T>('POST', '/v1/events', body);
       if (answer.status !== 503 || Date.now() > deadline) return answer;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 1000 * Number(answer.headers.get('retry-after') ?? 1))));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 1000 * (Number(answer.headers.get('retry-after')) || 1))));
     }
   }
 

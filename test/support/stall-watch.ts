@@ -11,7 +11,8 @@ const TICK_MS = 250;
 
 const ioFullMicros = (): number | undefined => {
   try {
-    return Number(/^full .* total=(\d+)$/m.exec(readFileSync('/proc/pressure/io', 'utf8'))?.[1]);
+    const total = /^full .* total=(\d+)$/m.exec(readFileSync('/proc/pressure/io', 'utf8'))?.[1];
+    return total === undefined ? undefined : Number(total);
   } catch {
     return undefined;
   }
