@@ -41,10 +41,7 @@ export async function startWorkerRole(parts: PlatformParts, started: StartedPart
   const running = worker.run();
   // Its drain begins with the stop, not once the parts started after it (the API) have stopped.
   started.whenStopping(() => worker.shutdown());
-  await started.add('the worker', worker, async (polling) => {
-    polling.shutdown();
-    await running;
-  });
+  await started.add('the worker', worker, () => running);
   return { worker, running };
 }
 
