@@ -86,12 +86,22 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
     for (const [id, event] of sent) assert.equal(event.deliveries?.length, 1, `${id}: one delivery each`);
     const statuses = await settled(prefix);
     assert.equal(statuses.logged, sent.length, `every accepted delivery is in the log: ${JSON.stringify(statuses)}`);
-    // The receiver answers 200 to everything: a failed delivery is the platform's fault.
-    assert.equal(statuses.delivered, sent.length, JSON.stringify(statuses));
+    // The receiver answers 200 to everything: a failed delivery is the platform's fault, and its record says which.
+    if (statuses.delivered !== sent.length) assert.fail(`${JSON.stringify(statuses)}; not delivered:\n${await notDelivered(sent.flatMap(([, event]) => event.deliveries!))}`);
     const { events, duplicates } = received(prefix);
     const { rows } = await log.query<{ event_id: string }>("SELECT event_id FROM deliveries WHERE status = 'delivered' AND id = ANY($1)", [sent.flatMap(([, event]) => event.deliveries!)]);
     for (const row of rows) assert.ok(events.has(row.event_id), `${row.event_id} is delivered in the log but the receiver never got it`);
     return { statuses, duplicates, events: sent.length };
+  }
+
+  /** Each delivery of `ids` that did not end delivered: its reason, and its attempts with their answers and timing. */
+  async function notDelivered(ids: string[]): Promise<string> {
+    const { rows } = await log.query<{ id: string; status: string; reason: string | null; attempts: string }>(
+      `SELECT d.id, d.status, d.reason, coalesce(string_agg(a.attempt || ' at ' || a.started_at || ' ' || coalesce(a.status_code::text, a.error, '?') || ' ' || a.duration_ms || ' ms ' || coalesce(a.error_message, '') || ' run ' || a.run_id, '; ' ORDER BY a.attempt), 'no attempt') AS attempts
+         FROM deliveries d LEFT JOIN attempts a ON a.delivery_id = d.id WHERE d.id = ANY($1) AND d.status <> 'delivered' GROUP BY d.id, d.status, d.reason LIMIT 20`,
+      [ids],
+    );
+    return rows.map((row) => `  ${row.id} ${row.status} (${row.reason ?? 'no reason'}): ${row.attempts}`).join('\n');
   }
 
   /** From a fault to the first delivery of an event first sent after it (Infinity: none came). */
