@@ -1,5 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { freePort } from '../../src/temporal/dev-server';
 import { findOrBuildTemporalServer, TemporalServer } from '../../src/temporal/temporal-server';
 import { ended, entryPoint } from './entry-point';
@@ -46,6 +48,8 @@ export class Member {
     let running = false;
     const child = entryPoint(this.role, this.env, (line) => {
       if (/schema migrated|worker running/.test(line)) this.lines.push(line);
+      // Every line, for reading a failure whole (TOPOLOGY_LOGS: a directory).
+      if (process.env.TOPOLOGY_LOGS) appendFileSync(join(process.env.TOPOLOGY_LOGS, `${this.name.replace(/\W+/g, '-')}.log`), `${line}\n`);
       if (line.includes('worker running')) running = true;
       // The SDK's task tokens (hundreds of characters) would push the error out of the kept length.
       this.tail.push(line.replace(/"taskToken":"[^"]*",?/, '').slice(0, 1500));
