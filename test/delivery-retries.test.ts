@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
-import { ScriptedReceiver, type Reply } from './support/receiver';
+import { closedPortUrl, ScriptedReceiver, type Reply } from './support/receiver';
 
 /**
  * What the receiver measures is the chosen wait plus what the platform's dispatch (timer
@@ -173,12 +172,3 @@ describe('delivery outcomes and the retry schedule', function () {
     assert.equal(refused.url, refusedUrl);
   });
 });
-
-/** A port that was just free and is now closed: connecting to it is refused. */
-async function closedPortUrl(): Promise<string> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/hook`;
-}

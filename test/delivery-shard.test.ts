@@ -138,6 +138,33 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it("batches receivers a hand-over says are failing together from their first attempt, unless the run has seen one answer", async function () {
+    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
+    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const installationsOf = (batch: (typeof batches)[number]) => [...new Set(batch.entries.map((entry) => entry.id.split(':')[1]))].sort();
+    try {
+      const input: ShardInput = { shard: 0, epochEndsAt: Date.now() + 60_000 };
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hinted-${worker.taskQueue}`, args: [input] });
+      const item = (event: number, installationId: string, failing?: 'slow' | 'fast') => ({ id: `evt_${event}:${installationId}`, installationId, ...(failing && { failing }) });
+      await handle.signal(handOverSignal, [item(1, 'ins_h1', 'slow'), item(1, 'ins_h2', 'slow'), item(1, 'ins_ok')]);
+      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'the first attempts');
+      assert.deepEqual(batches.map(installationsOf).sort(), [['ins_h1', 'ins_h2'], ['ins_ok']], 'the two hinted share a batch');
+      // ins_h1's receiver answers; ins_h2's times out.
+      const shared = batches.find((batch) => batch.entries.length === 2)!;
+      shared.end(shared.entries.map((entry) => (entry.id.endsWith(':ins_h1') ? { id: entry.id, status: 'delivered', statusCode: 200 } : { id: entry.id, status: 'pending', retryInMs: 60_000, error: 'timeout' })));
+      batches.find((batch) => batch !== shared)!.end([{ id: 'evt_1:ins_ok', status: 'delivered', statusCode: 200 }]);
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 1 ? true : undefined), 10_000, 'the answers taken (ins_h2 waits for its retry)');
+      // Hints about receivers the run has seen answer (a log read before that) move neither; ins_h2, seen failing, stays shared.
+      await handle.signal(handOverSignal, [item(2, 'ins_h1', 'slow'), item(2, 'ins_h2', 'slow'), item(2, 'ins_ok', 'fast')]);
+      await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'the second hand-over in three batches');
+      assert.deepEqual(batches.slice(2).map(installationsOf).sort(), [['ins_h1'], ['ins_h2'], ['ins_ok']]);
+      await handle.terminate('test over');
+    } finally {
+      for (const batch of batches) batch.end([]);
+      await worker.stop();
+    }
+  });
+
   it('carries which receivers fail every attempt when it continues as new: their retries still share a batch', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));

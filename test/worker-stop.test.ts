@@ -12,16 +12,19 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
   let tenant: { org: string; token: string };
   let delivery: any;
   let stopError: unknown;
+  let installationId: string;
+  let failingAfterStop: Map<string, string>;
 
   before(async function () {
     this.timeout(120_000);
     await Promise.all([platform.start(), receiver.start()]);
     const first = await runWorkerOf(platform);
     tenant = await platform.tenant();
-    await platform.webhook(tenant.token, { org: tenant.org, space: 'stop' }, receiver.url, { space_content_updated: true });
+    installationId = (await platform.webhook(tenant.token, { org: tenant.org, space: 'stop' }, receiver.url, { space_content_updated: true })).id;
     const ingest = await platform.ingest(spaceEvent(tenant.org, 'stop'));
     await waitFor(async () => (receiver.requests.length === 1 ? true : undefined), 30_000, 'the first request');
     await first.stop().catch((err: unknown) => (stopError = err));
+    failingAfterStop = await platform.stores.health.failingNow();
     const second = await runWorkerOf(platform);
     try {
       delivery = await platform.finalDelivery(ingest.body.deliveries[0], tenant.token, 60_000);
@@ -41,6 +44,10 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
     assert.equal(delivery.status, 'delivered');
     assert.deepEqual(delivery.attempts.map((attempt: any) => attempt.error ?? attempt.statusCode), ['interrupted', 200]);
     assert.ok(delivery.attempts[0].nextDelayMs >= 1000 && delivery.attempts[0].nextDelayMs < 1100, `wait ${delivery.attempts[0].nextDelayMs}`);
+  });
+
+  it('does not take the interruption (the platform's failure) for its receiver failing', function () {
+    assert.equal(failingAfterStop.has(installationId), false);
   });
 
   it('holds one attempt for each request the receiver saw', function () {

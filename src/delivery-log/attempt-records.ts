@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
 import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
-import { recordHealth, type HealthChange } from './receiver-health';
+import { recordFailingKind, recordHealth, type HealthChange } from './receiver-health';
+import type { FailingKind } from '../webhooks/schedule';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
 /** An attempt's key in recordStarted's answer. */
@@ -24,6 +25,8 @@ const storableText = (text: string | undefined): string | null => (text === unde
 export class AttemptRecords {
   /** Installations known to have a health row in the log (see recordHealth). */
   private readonly healthRows = new Set<string>();
+  /** What this process last wrote of receivers' `failing_now` (see recordFailingKind). */
+  private readonly failingNowWritten = new Map<string, { state: FailingKind | null; at: number }>();
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -174,6 +177,11 @@ export class AttemptRecords {
       return writes.flatMap(({ outcomes }) => outcomes.filter((outcome) => finishedNow.has(outcome.id)).map((outcome) => ({ ...finishedNow.get(outcome.id)!, outcome })));
     });
     return recordHealth(this.db, this.healthRows, finished, now);
+  }
+
+  /** Where an attempt batch left its installations' receivers: failing (how) or answering (null). */
+  async noteReceivers(states: Map<string, FailingKind | null>, now = Date.now()): Promise<void> {
+    await recordFailingKind(this.db, this.failingNowWritten, states, now);
   }
 
   private changeOf(outcome: DeliveryOutcome, run: { workflowId: string; runId: string }, now: number): DeliveryChange {

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema';
+import type { FailingKind } from '../webhooks/schedule';
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
@@ -41,6 +42,12 @@ export class ReceiverHealthReads {
   /** A resume starts the count over: the failures before the pause do not pause it again at the next one. */
   async startOver(installationId: string): Promise<void> {
     await this.db.updateTable('installation_health').set({ consecutive_failures: 0, failing_since: null }).where('installation_id', '=', installationId).execute();
+  }
+
+  /** The installations whose receivers failed every attempt of their last batch, and how (an index of those alone). */
+  async failingNow(): Promise<Map<string, FailingKind>> {
+    const rows = await this.db.selectFrom('installation_health').select(['installation_id', 'failing_now']).where('failing_now', 'is not', null).execute();
+    return new Map(rows.map((row) => [row.installation_id, row.failing_now as FailingKind]));
   }
 
   /**

@@ -37,4 +37,11 @@ export const consoleEraMigrations: Record<string, DialectMigration> = {
       await db.schema.alterTable('organizations').addColumn('portal_frame_ancestors', 'text').execute();
     },
   },
+  '0014-receivers-failing-now': {
+    // How an installation's receiver failed the last attempts it was sent ('slow': timed out; 'fast': refused, 5xx, 429), null once it answers: delivery shards of later epochs batch such receivers together from their first attempt.
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('installation_health').addColumn('failing_now', 'text').execute();
+      await db.schema.createIndex('installation_health_failing_now').on('installation_health').column('installation_id').where(sql.ref('failing_now'), 'is not', null).execute();
+    },
+  },
 };

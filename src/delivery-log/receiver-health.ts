@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema';
 import type { DeliveryOutcome } from './types';
+import type { FailingKind } from '../webhooks/schedule';
 
 /** An installation whose receiver failed deliveries in a write: where its failures in a row stand after it. */
 export interface HealthChange {
@@ -11,6 +12,9 @@ export interface HealthChange {
   /** A delivery of the write failed on 410 Gone. */
   gone: boolean;
 }
+
+/** How long a process trusts what it last wrote of a receiver's `failing_now` (another process may have written since). */
+const FAILING_NOW_TRUSTED_MS = 60_000;
 
 /** How often, at most, a receiver that keeps answering has its last success written. */
 const SUCCESS_EVERY_MS = 1000;
@@ -90,4 +94,27 @@ async function writeHealth(db: Kysely<Schema>, known: Set<string>, inserted: str
     changes.push({ installationId, consecutiveFailures: row.consecutive_failures, failingSince: Number(row.failing_since), gone: failures.some(({ outcome }) => outcome.attempt?.statusCode === 410) });
   }
   return changes;
+}
+
+/**
+ * Where receivers stand after an attempt batch: how each installation's receiver failed all
+ * the attempts the batch made (a FailingKind), or null once one was answered. Only changes
+ * are written (`written`: what this process wrote, trusted for a minute), so receivers
+ * that keep failing, or keep answering, cost nothing; all in one transaction, in one order.
+ */
+export async function recordFailingKind(db: Kysely<Schema>, written: Map<string, { state: FailingKind | null; at: number }>, states: Map<string, FailingKind | null>, now: number): Promise<void> {
+  const changed = [...states].filter(([installationId, state]) => {
+    const last = written.get(installationId);
+    return !last || last.state !== state || now - last.at > FAILING_NOW_TRUSTED_MS;
+  });
+  if (changed.length === 0) return;
+  changed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  await db.transaction().execute(async (trx) => {
+    for (const [installationId, state] of changed) {
+      await trx.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_now: state }).onConflict((oc) => oc.column('installation_id').doUpdateSet({ failing_now: state })).execute();
+    }
+  });
+  // A process's memory of installations, bounded: forgetting only costs a write.
+  if (written.size > 10_000) written.clear();
+  for (const [installationId, state] of changed) written.set(installationId, { state, at: now });
 }

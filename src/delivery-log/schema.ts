@@ -109,6 +109,8 @@ export interface InstallationHealthTable {
   last_failure_at: number | null;
   last_failure_status: number | null;
   last_failure_error: string | null;
+  /** How the receiver failed every attempt of the installation's last write of outcomes ('slow' or 'fast', see FailingKind); null once it answered. */
+  failing_now: string | null;
 }
 
 /** The next send slot of an installation with a `max_per_second` (see PaceRecords). */

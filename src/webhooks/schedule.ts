@@ -16,6 +16,19 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
  */
 export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_reset' | 'dns_failure' | 'tls_failure' | 'network_error' | 'blocked_destination' | 'interrupted';
 
+/** How a receiver fails every attempt it is sent: it hangs ('slow', each times out) or fails fast (refused, reset, 5xx, 429). */
+export type FailingKind = 'slow' | 'fast';
+
+/** An attempt's answer that says its receiver is failing: none (refused, reset, timed out), a 5xx, a 429. */
+export const receiverFailed = (answer: { statusCode?: number }): boolean => answer.statusCode === undefined || answer.statusCode >= 500 || answer.statusCode === 429;
+
+/** How receivers failed the attempts `answers` (all failed: how; one answered: null), per installation. */
+export function failingOf(answers: { installationId: string; statusCode?: number; error?: string }[]): Map<string, FailingKind | null> {
+  const byInstallation = new Map<string, (typeof answers)[number][]>();
+  for (const answer of answers) byInstallation.set(answer.installationId, [...(byInstallation.get(answer.installationId) ?? []), answer]);
+  return new Map([...byInstallation].map(([installationId, all]) => [installationId, all.every(receiverFailed) ? (all.every((answer) => answer.error === 'timeout') ? 'slow' : 'fast') : null]));
+}
+
 export interface AttemptResult {
   startedAt: string;
   durationMs: number;

@@ -4,7 +4,8 @@ import { busy, invalid } from '../contracts/failures';
 import { backlogQuery, enqueueUpdate, handOverSignal, MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
 import { isRetryLane, ShardState } from './shard-state';
 
-const isShardItem = (item: ShardItem | undefined): boolean => typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string');
+const isShardItem = (item: ShardItem | undefined): boolean =>
+  typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string') && (item.failing === undefined || item.failing === 'slow' || item.failing === 'fast');
 
 /** How long after its epoch a shard workflow stays open for hand-overs sent late (the API's deadline is 1.5 s). */
 const EPOCH_GRACE_MS = 2000;
@@ -79,7 +80,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const hanging = new Set<string>(wf.patched('carry-hanging-lanes') ? input.hanging : []);
   // Before failing receivers shared two lanes.
   const sharesFailing = lanes && wf.patched('failing-shared-lanes');
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing }, hanging, new Map(sharesFailing ? input.failing : []));
+  // Before hand-overs said which receivers were failing.
+  const hinted = sharesFailing && wf.patched('failing-hints');
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.

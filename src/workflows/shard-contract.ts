@@ -1,4 +1,5 @@
 import * as wf from '@temporalio/workflow';
+import type { FailingKind } from '../webhooks/schedule';
 
 /*
  * What ingest and a delivery shard workflow agree on: the items handed over, the shard an
@@ -12,6 +13,12 @@ export interface ShardItem {
   installationId: string;
   /** The W3C traceparent of the event's ingest span (tracing on): its attempts continue that trace. */
   trace?: string;
+  /**
+   * How its receiver failed all attempts of its installation's last batch, as the log said
+   * at hand-over: a shard of a later epoch, which has not seen that batch, batches it with
+   * other failing receivers' from its first attempt (see ShardState's `failing`).
+   */
+  failing?: FailingKind;
 }
 
 export interface ShardEntry extends ShardItem {
@@ -43,8 +50,7 @@ export interface ShardInput {
   failing?: [string, FailingKind][];
 }
 
-/** How a receiver fails: it hangs (its attempts time out) or it fails fast (refused, reset, 5xx, 429). */
-export type FailingKind = 'slow' | 'fast';
+export type { FailingKind };
 
 /** A shard's workflow of one epoch (ingest's), or of all time (runs from before epochs). */
 export const shardWorkflowId = (shard: number, epoch?: number): string => (epoch === undefined ? `delivery-shard/${shard}` : `delivery-shard/${shard}/${epoch}`);

@@ -1,5 +1,6 @@
 import type { AttemptBatchResult } from '../activities/attempt-batch';
 import { MAX_BACKLOG, type FailingKind, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
+import { failingOf } from '../webhooks/schedule';
 
 /**
  * What a run carries to the next stays under the server's 2 MB payload limit: past it the
@@ -58,14 +59,14 @@ export interface ShardRules {
   holdsHanging: boolean;
   /** Installations whose receivers fail everything share two lanes (`failing-shared-lanes`). */
   sharesFailing: boolean;
+  /** Hand-overs' `failing` put installations in those lanes from their first attempt (`failing-hints`). */
+  hinted: boolean;
 }
 
 export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');
 /** The shared lanes of failing receivers (no installation id starts with `~`); their batches go to the retry queue. */
 const sharedLane = (kind: FailingKind): string => `~${kind}/retry`;
 const isSharedLane = (lane: string): boolean => lane.startsWith('~');
-/** An answer that says the receiver is failing: none (refused, reset, timed out), a 5xx, a 429. */
-const failed = (result: AttemptBatchResult): boolean => result.statusCode === undefined || result.statusCode >= 500 || result.statusCode === 429;
 
 /**
  * What a delivery shard's run holds and the rules it keeps: deliveries queued per lane,
@@ -79,6 +80,8 @@ export class ShardState {
   private readonly ready = new Map<string, ShardEntry[]>();
   /** Retries waiting for their time. */
   private waiting: ShardEntry[] = [];
+  /** Installations whose attempts this run has seen answered or failed: its own view, not a hand-over's hint, decides their lanes. */
+  private readonly seen = new Set<string>();
   /** Batches in flight per lane. */
   private readonly laneFlights = new Map<string, number>();
   /** Batches in flight, with their start (workflow time). */
@@ -152,6 +155,8 @@ export class ShardState {
     this.handOvers += 1;
     let added = 0;
     for (const item of items) {
+      // What the log said of its receiver at hand-over, unless this run has seen it answer since.
+      if (this.rules.hinted && item.failing && !this.seen.has(item.installationId)) this.failing.set(item.installationId, item.failing);
       if (this.known.has(item.id)) continue;
       this.add({ id: item.id, installationId: item.installationId, ...(item.trace && { trace: item.trace }), attempt: 1, dueAt: 0 });
       added += 1;
@@ -195,14 +200,10 @@ export class ShardState {
   private noteFailing(entries: ShardEntry[], results: AttemptBatchResult[]): void {
     if (!this.rules.sharesFailing) return;
     const installationOf = new Map(entries.map((entry) => [entry.id, entry.installationId]));
-    const byInstallation = new Map<string, AttemptBatchResult[]>();
-    for (const result of results) {
-      const installation = installationOf.get(result.id);
-      if (installation === undefined || (result.statusCode === undefined && result.error === undefined)) continue;
-      byInstallation.set(installation, [...(byInstallation.get(installation) ?? []), result]);
-    }
-    for (const [installation, attempted] of byInstallation) {
-      if (attempted.every(failed)) this.failing.set(installation, attempted.every((result) => result.error === 'timeout') ? 'slow' : 'fast');
+    const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined));
+    for (const [installation, failing] of failingOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })))) {
+      this.seen.add(installation);
+      if (failing) this.failing.set(installation, failing);
       else this.failing.delete(installation);
     }
   }
