@@ -46,7 +46,7 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
     assert.ok(delivery.attempts[0].nextDelayMs >= 1000 && delivery.attempts[0].nextDelayMs < 1100, `wait ${delivery.attempts[0].nextDelayMs}`);
   });
 
-  it('does not take the interruption (the platform's failure) for its receiver failing', function () {
+  it('does not take the interruption (the platform’s failure) for its receiver failing', function () {
     assert.equal(failingAfterStop.has(installationId), false);
   });
 
