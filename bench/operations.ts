@@ -15,9 +15,9 @@ const deliveredOf = (receiver: BenchReceiver, list: ReturnType<typeof events>) =
 };
 
 /** The pace at which the receiver had `list`. */
-const paceAt = (receiver: BenchReceiver, list: ReturnType<typeof events>) => {
+const paceAt = (receiver: BenchReceiver, eventIds: string[]) => {
   const deliveredAt = receiver.delivered();
-  return paceOf(list.map((event) => deliveredAt.get(event.eventId!)!));
+  return paceOf(eventIds.map((eventId) => deliveredAt.get(eventId)!));
 };
 
 /** The replay's subject fails at its first attempt (a 400), everything else is taken. */
@@ -61,10 +61,12 @@ export async function operationsScenario(stack: Stack, receiver: BenchReceiver, 
   await sendAll(stack, paced);
   await until(() => deliveredOf(receiver, paced) === paced.length, 120_000);
   stopPace();
-  const perSecond = paceAt(receiver, paced);
+  const perSecond = paceAt(receiver, paced.map((event) => event.eventId!));
   receiver.reset(failAtIngest);
-  await bare(receiver, 'o pace', bodiesOf(paced, throttled.installations[0]!), (task) => openLoop(THROTTLED.perSecond, THROTTLED.events / THROTTLED.perSecond, task));
-  const barePerSecond = paceAt(receiver, paced);
+  const pacedBodies = bodiesOf(paced, throttled.installations[0]!);
+  await bare(receiver, 'o pace', pacedBodies, (task) => openLoop(THROTTLED.perSecond, THROTTLED.events / THROTTLED.perSecond, task));
+  // The bare loop's bodies carry eventIds of their own (bodiesOf).
+  const barePerSecond = paceAt(receiver, pacedBodies.map((body) => (JSON.parse(body) as { eventId: string }).eventId));
 
   // The replay's subject: `replayed` events failed at their first attempt (a 400).
   const failing = await tenant(stack, receiver, 1);
