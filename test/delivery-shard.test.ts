@@ -111,7 +111,7 @@ describe('the delivery shard workflow', function () {
     }
   });
 
-  it('batches together the retries of receivers that fail every attempt (a lane shared across installations), until one answers', async function () {
+  it('batches together the retries of receivers that fail every attempt (a lane shared across installations), until one answers; an interrupted attempt is no failure of its receiver', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
     const answered = (batch: (typeof batches)[number], outcome: (id: string) => Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome(entry.id) })));
@@ -119,18 +119,21 @@ describe('the delivery shard workflow', function () {
     try {
       const start = Date.now();
       const retries = (installation: string, from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:${installation}`, installationId: installation, attempt: 2, dueAt }));
-      const entries = [...['ins_a', 'ins_b'].flatMap((installation) => [...retries(installation, 0, 1, 0), ...retries(installation, 1, 5, start + 2000), ...retries(installation, 6, 1, start + 5000)])];
+      const entries = [...['ins_a', 'ins_b', 'ins_c'].flatMap((installation) => [...retries(installation, 0, 1, 0), ...retries(installation, 1, 5, start + 2000), ...retries(installation, 6, 1, start + 5000)])];
       const handle = await client.workflow.start(deliveryShardWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/failing-${worker.taskQueue}`, args: [{ shard: 0, entries }] });
-      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'the first retries, a batch each');
-      assert.deepEqual(batches.map(installationsOf).sort(), [['ins_a'], ['ins_b']]);
-      // Both receivers refuse: from now on they share a lane.
-      for (const batch of batches) answered(batch, () => ({ error: 'connection_refused' }));
-      await waitFor(async () => (batches.length === 3 ? true : undefined), 10_000, 'the 10 due next');
-      assert.deepEqual([batches[2]!.entries.length, installationsOf(batches[2]!)], [10, ['ins_a', 'ins_b']], 'one batch across both');
+      await waitFor(async () => (batches.length === 3 ? true : undefined), 10_000, 'the first retries, a batch each');
+      assert.deepEqual(batches.map(installationsOf).sort(), [['ins_a'], ['ins_b'], ['ins_c']]);
+      // Two receivers refuse: from now on they share a lane. ins_c's attempt was cut off by its worker stopping: its own lane still.
+      for (const batch of batches) answered(batch, (id) => ({ error: id.endsWith(':ins_c') ? 'interrupted' : 'connection_refused' }));
+      await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'the 15 due next');
+      const [shared, own] = [batches[3]!, batches[4]!].sort((x, y) => y.entries.length - x.entries.length);
+      assert.deepEqual([shared!.entries.length, installationsOf(shared!)], [10, ['ins_a', 'ins_b']], 'one batch across both');
+      assert.deepEqual(installationsOf(own!), ['ins_c'], 'an interruption is the platform’s failure, not its receiver’s');
       // ins_a's receiver answers (a 400 is an answer); ins_b's still refuses.
-      answered(batches[2]!, (id) => (id.endsWith(':ins_a') ? { statusCode: 400, status: 'failed', retryInMs: undefined } : { error: 'connection_refused' }));
-      await waitFor(async () => (batches.length === 5 ? true : undefined), 15_000, 'the last retries');
-      assert.deepEqual(batches.slice(3).map(installationsOf).sort(), [['ins_a'], ['ins_b']], 'ins_a back in a lane of its own');
+      answered(shared!, (id) => (id.endsWith(':ins_a') ? { statusCode: 400, status: 'failed', retryInMs: undefined } : { error: 'connection_refused' }));
+      answered(own!, () => ({ statusCode: 200, status: 'delivered', retryInMs: undefined }));
+      await waitFor(async () => (batches.length === 8 ? true : undefined), 15_000, 'the last retries');
+      assert.deepEqual(batches.slice(5).map(installationsOf).sort(), [['ins_a'], ['ins_b'], ['ins_c']], 'ins_a back in a lane of its own');
       await handle.terminate('test over');
     } finally {
       for (const batch of batches) batch.end([]);

@@ -101,11 +101,10 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
          FROM deliveries d LEFT JOIN attempts a ON a.delivery_id = d.id WHERE d.id = ANY($1) AND d.status <> 'delivered' GROUP BY d.id, d.status, d.reason LIMIT 20`,
       [ids],
     );
-    const epochMs = Date.now() - performance.now();
     const seen = (deliveryId: string) => {
       const eventId = deliveryId.slice(0, deliveryId.indexOf(':'));
       const requests = receiver.requests.filter((request) => request.eventId === eventId);
-      return requests.map((request) => `${Math.round(epochMs + request.at)} ${request.answeredAt !== undefined ? `answered after ${Math.round(request.answeredAt - request.at)} ms` : request.abandonedAt !== undefined ? `abandoned after ${Math.round(request.abandonedAt - request.at)} ms` : 'open'}`).join(', ') || 'none';
+      return requests.map((request) => `${Math.round(performance.timeOrigin + request.at)} ${request.answeredAt !== undefined ? `answered after ${Math.round(request.answeredAt - request.at)} ms` : request.abandonedAt !== undefined ? `abandoned after ${Math.round(request.abandonedAt - request.at)} ms` : 'open'}`).join(', ') || 'none';
     };
     return rows.map((row) => `  ${row.id} ${row.status} (${row.reason ?? 'no reason'}): ${row.attempts}; the receiver got: ${seen(row.id)}`).join('\n');
   }
@@ -118,9 +117,8 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
       [ids],
     );
     const counts = new Map<string, number>();
-    const epochMs = Date.now() - performance.now();
     for (const row of rows) {
-      const key = `${row.what}@${Math.floor((Number(row.started_at) - epochMs - since) / 5000) * 5}`;
+      const key = `${row.what}@${Math.floor((Number(row.started_at) - performance.timeOrigin - since) / 5000) * 5}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
     return JSON.stringify(Object.fromEntries(counts));

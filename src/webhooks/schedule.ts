@@ -20,7 +20,7 @@ export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_r
 export type FailingKind = 'slow' | 'fast';
 
 /** An attempt's answer that says its receiver is failing: none (refused, reset, timed out), a 5xx, a 429. */
-export const receiverFailed = (answer: { statusCode?: number }): boolean => answer.statusCode === undefined || answer.statusCode >= 500 || answer.statusCode === 429;
+const receiverFailed = (answer: { statusCode?: number }): boolean => answer.statusCode === undefined || answer.statusCode >= 500 || answer.statusCode === 429;
 
 /** How receivers failed the attempts `answers` (all failed: how; one answered: null), per installation. */
 export function failingOf(answers: { installationId: string; statusCode?: number; error?: string }[]): Map<string, FailingKind | null> {

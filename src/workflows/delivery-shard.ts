@@ -82,7 +82,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const sharesFailing = lanes && wf.patched('failing-shared-lanes');
   // Before hand-overs said which receivers were failing.
   const hinted = sharesFailing && wf.patched('failing-hints');
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted }, hanging, new Map(sharesFailing ? input.failing : []));
+  // Before an interrupted attempt was left out of a receiver's failing.
+  const interruptionsFree = sharesFailing && wf.patched('interrupted-not-failing');
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.

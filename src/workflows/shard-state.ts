@@ -61,6 +61,8 @@ export interface ShardRules {
   sharesFailing: boolean;
   /** Hand-overs' `failing` put installations in those lanes from their first attempt (`failing-hints`). */
   hinted: boolean;
+  /** An interrupted attempt (the worker stopping or dying) says nothing of its receiver (`interrupted-not-failing`). */
+  interruptionsFree: boolean;
 }
 
 export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');
@@ -155,7 +157,7 @@ export class ShardState {
     this.handOvers += 1;
     let added = 0;
     for (const item of items) {
-      // What the log said of its receiver at hand-over, unless this run has seen it answer since.
+      // What the log said of its receiver at hand-over, unless this run has seen one of its attempts since.
       if (this.rules.hinted && item.failing && !this.seen.has(item.installationId)) this.failing.set(item.installationId, item.failing);
       if (this.known.has(item.id)) continue;
       this.add({ id: item.id, installationId: item.installationId, ...(item.trace && { trace: item.trace }), attempt: 1, dueAt: 0 });
@@ -200,7 +202,7 @@ export class ShardState {
   private noteFailing(entries: ShardEntry[], results: AttemptBatchResult[]): void {
     if (!this.rules.sharesFailing) return;
     const installationOf = new Map(entries.map((entry) => [entry.id, entry.installationId]));
-    const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined));
+    const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined) && !(this.rules.interruptionsFree && result.error === 'interrupted'));
     for (const [installation, failing] of failingOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })))) {
       this.seen.add(installation);
       if (failing) this.failing.set(installation, failing);

@@ -8,10 +8,10 @@ import { performance } from 'node:perf_hooks';
 // No import of the other test supports: this file is also the receiver's process, which loads only what it needs.
 
 /**
- * A receiver's process of its own (see ReceiverProcess): answers 200 to every request at
- * once and tells its parent of each one when it is over, its times in ms since 1970.
+ * What the receiver saw of one request. Its process reports it once the request is over,
+ * its times in ms since 1970; ReceiverProcess keeps them on its own performance clock.
  */
-export interface ReceiverReport {
+export interface ReceivedEvent {
   eventId: string;
   at: number;
   answeredAt?: number;
@@ -32,7 +32,7 @@ function serve(): void {
       } catch {
         // Not an event: reported with no id.
       }
-      const report: ReceiverReport = { eventId, at };
+      const report: ReceivedEvent = { eventId, at };
       if (res.destroyed) return void process.send!({ ...report, abandonedAt: now() });
       res.on('close', () => {
         if (report.answeredAt === undefined) report.abandonedAt = now();
@@ -46,14 +46,8 @@ function serve(): void {
   // Idle connections kept a minute, as receivers behind load balancers keep them.
   server.keepAliveTimeout = 60_000;
   server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
-}
-
-/** What the receiver saw of one request, its times on this process's performance clock. */
-export interface ReceivedEvent {
-  eventId: string;
-  at: number;
-  answeredAt?: number;
-  abandonedAt?: number;
+  // Its parent gone (killed, say), it goes too.
+  process.on('disconnect', () => process.exit(0));
 }
 
 /**
@@ -64,9 +58,18 @@ export interface ReceivedEvent {
  * deliveries timed out, the platform charged with it (CI's stop 37 and runs here beside a busy loop: 3 to 2,814 failed).
  */
 export class ReceiverProcess {
-  readonly requests: ReceivedEvent[] = [];
   url = '';
   private child?: ChildProcess;
+  /** As reported: in the order the requests ended. */
+  private readonly reported: ReceivedEvent[] = [];
+  private sorted = true;
+
+  /** The requests it saw, in the order they arrived. */
+  get requests(): readonly ReceivedEvent[] {
+    if (!this.sorted) this.reported.sort((a, b) => a.at - b.at);
+    this.sorted = true;
+    return this.reported;
+  }
 
   async start(): Promise<this> {
     const child = fork(__filename, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
@@ -74,9 +77,11 @@ export class ReceiverProcess {
     const toHere = (ms: number | undefined) => (ms === undefined ? undefined : ms - performance.timeOrigin);
     const port = await new Promise<number>((resolve, reject) => {
       child.once('exit', (code) => reject(new Error(`the receiver process exited (${code}) before it listened`)));
-      child.on('message', (message: ReceiverReport | { port: number }) => {
+      child.once('error', reject);
+      child.on('message', (message: ReceivedEvent | { port: number }) => {
         if ('port' in message) return resolve(message.port);
-        this.requests.push({ eventId: message.eventId, at: toHere(message.at)!, answeredAt: toHere(message.answeredAt), abandonedAt: toHere(message.abandonedAt) });
+        this.sorted = false;
+        this.reported.push({ eventId: message.eventId, at: toHere(message.at)!, answeredAt: toHere(message.answeredAt), abandonedAt: toHere(message.abandonedAt) });
       });
     });
     firstForCpu(child.pid!);

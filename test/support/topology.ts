@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../../src/temporal/dev-server';
 import { findOrBuildTemporalServer, TemporalServer } from '../../src/temporal/temporal-server';
@@ -18,13 +18,20 @@ export class Member {
   readonly tail: string[] = [];
   /** Why it exited each time a start failed (the orchestrator started it again). */
   readonly restarts: string[] = [];
+  /** Every line it logged, for reading a failure whole: TOPOLOGY_LOGS names a directory. */
+  private readonly log?: WriteStream;
 
   constructor(
     readonly role: 'api' | 'worker',
     readonly name: string,
     private readonly env: NodeJS.ProcessEnv,
     readonly url?: string,
-  ) {}
+  ) {
+    const dir = process.env.TOPOLOGY_LOGS;
+    if (!dir) return;
+    mkdirSync(dir, { recursive: true });
+    this.log = createWriteStream(join(dir, `${name.replace(/\W+/g, '-')}.log`), { flags: 'a' });
+  }
 
   /**
    * Spawns it, as an orchestrator with a restart policy does (compose's `unless-stopped`): one
@@ -48,8 +55,7 @@ export class Member {
     let running = false;
     const child = entryPoint(this.role, this.env, (line) => {
       if (/schema migrated|worker running/.test(line)) this.lines.push(line);
-      // Every line, for reading a failure whole (TOPOLOGY_LOGS: a directory).
-      if (process.env.TOPOLOGY_LOGS) appendFileSync(join(process.env.TOPOLOGY_LOGS, `${this.name.replace(/\W+/g, '-')}.log`), `${line}\n`);
+      this.log?.write(`${line}\n`);
       if (line.includes('worker running')) running = true;
       // The SDK's task tokens (hundreds of characters) would push the error out of the kept length.
       this.tail.push(line.replace(/"taskToken":"[^"]*",?/, '').slice(0, 1500));
