@@ -209,8 +209,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
       // Where its receivers stand, for shards of later epochs (see ShardItem's `failing`): a hint, its write never fails the batch.
-      // An interrupted attempt (this worker stopping) is the platform's failure and says nothing of its receiver.
-      const answers = written.filter((outcome) => outcome.attempt && outcome.attempt.error !== 'interrupted' && endedAt.has(outcome.id)).map((outcome) => ({ installationId: deliveries.get(outcome.id)!.installationId, statusCode: outcome.attempt!.statusCode, error: outcome.attempt!.error }));
+      const answers = written.filter((outcome) => outcome.attempt && endedAt.has(outcome.id)).map((outcome) => ({ installationId: deliveries.get(outcome.id)!.installationId, statusCode: outcome.attempt!.statusCode, error: outcome.attempt!.error }));
       if (answers.length) await deps.attempts.noteReceivers(failingOf(answers)).catch((err: Error) => deps.logger.warn({ err: err.message }, 'receivers’ failing state not written; the next batch writes it'));
       // Not handed to the line, they are still pending in the log: the stranded sweep hands them over again.
       if (toLine.length) await deps.handOver?.(toLine).catch((err: Error) => deps.logger.warn({ err: err.message, deliveries: toLine.length }, 'deliveries of an ordered installation not handed to its line; the stranded sweep will'));

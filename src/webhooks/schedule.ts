@@ -22,10 +22,18 @@ export type FailingKind = 'slow' | 'fast';
 /** An attempt's answer that says its receiver is failing: none (refused, reset, timed out), a 5xx, a 429. */
 const receiverFailed = (answer: { statusCode?: number }): boolean => answer.statusCode === undefined || answer.statusCode >= 500 || answer.statusCode === 429;
 
-/** How receivers failed the attempts `answers` (all failed: how; one answered: null), per installation. */
-export function failingOf(answers: { installationId: string; statusCode?: number; error?: string }[]): Map<string, FailingKind | null> {
+/**
+ * How receivers failed the attempts `answers` (all failed: how; one answered: null), per
+ * installation. An interrupted attempt (its worker stopped or died) is the platform's
+ * failure and says nothing of its receiver, unless `interruptedCounts` (shard runs from
+ * before the patch `interrupted-not-failing` replay as they ran).
+ */
+export function failingOf(answers: { installationId: string; statusCode?: number; error?: string }[], interruptedCounts = false): Map<string, FailingKind | null> {
   const byInstallation = new Map<string, (typeof answers)[number][]>();
-  for (const answer of answers) byInstallation.set(answer.installationId, [...(byInstallation.get(answer.installationId) ?? []), answer]);
+  for (const answer of answers) {
+    if (answer.error === 'interrupted' && !interruptedCounts) continue;
+    byInstallation.set(answer.installationId, [...(byInstallation.get(answer.installationId) ?? []), answer]);
+  }
   return new Map([...byInstallation].map(([installationId, all]) => [installationId, all.every(receiverFailed) ? (all.every((answer) => answer.error === 'timeout') ? 'slow' : 'fast') : null]));
 }
 

@@ -202,8 +202,8 @@ export class ShardState {
   private noteFailing(entries: ShardEntry[], results: AttemptBatchResult[]): void {
     if (!this.rules.sharesFailing) return;
     const installationOf = new Map(entries.map((entry) => [entry.id, entry.installationId]));
-    const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined) && !(this.rules.interruptionsFree && result.error === 'interrupted'));
-    for (const [installation, failing] of failingOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })))) {
+    const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined));
+    for (const [installation, failing] of failingOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })), !this.rules.interruptionsFree)) {
       this.seen.add(installation);
       if (failing) this.failing.set(installation, failing);
       else this.failing.delete(installation);
