@@ -56,7 +56,7 @@ describe('ordered delivery: one at a time, in the order recorded', function () {
       const [before, next] = [ordered.requests[i - 1]!, ordered.requests[i]!];
       if (before.answeredAt !== undefined) assert.ok(next.at >= before.answeredAt, `POST ${i} came before ${i - 1} was answered`);
     }
-    const deliveries = await Promise.all(eventIds.map((eventId) => platform.finalDelivery(`${eventId}:${hook.id}`, suite.tenant.token)));
+    const deliveries = await platform.finalDeliveries(eventIds.map((eventId) => `${eventId}:${hook.id}`), suite.tenant.token);
     assert.ok(deliveries.every((delivery) => delivery.status === 'delivered'));
     assert.ok(deliveries.some((delivery) => delivery.attempts.length > 1), 'some were retried (503) in their place');
   });

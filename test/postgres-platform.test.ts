@@ -60,7 +60,7 @@ describe('the platform on PostgreSQL', function () {
       // Throttled, its send slots kept in PostgreSQL.
       await platform.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: tenant.token, body: { max_per_second: 3 } });
       const paced = await platform.admin('POST', '/v1/events/batch', { events: [1, 2, 3].map(() => spaceEvent(tenant.org, 'pg-gone')) });
-      const deliveries = await Promise.all(paced.body.results.map((result: any) => platform.finalDelivery(result.deliveries[0], tenant.token)));
+      const deliveries = await platform.finalDeliveries(paced.body.results.map((result: any) => result.deliveries[0]), tenant.token);
       assert.deepEqual(deliveries.map((delivery) => [delivery.status, delivery.attempts.length]), [['delivered', 1], ['delivered', 1], ['delivered', 1]]);
       const slots = await platform.stores.db.selectFrom('installation_pace').select('next_at').where('installation_id', '=', hook.id).executeTakeFirstOrThrow();
       assert.ok(Number(slots.next_at) > Date.now() - 60_000, 'slots were taken');

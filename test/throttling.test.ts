@@ -26,7 +26,7 @@ describe('throttling: max_per_second per installation', function () {
   it('sends no faster than its max_per_second: the rest wait their turn, as no attempt', async function () {
     await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-20' }, steady.url, { space_content_updated: true, max_per_second: 20 });
     const ids = await burst('sp-20', 100);
-    const deliveries = await Promise.all(ids.map((id) => platform.finalDelivery(id, tenant.token, 60_000)));
+    const deliveries = await platform.finalDeliveries(ids, tenant.token, 60_000);
     const other = deliveries.find((delivery) => delivery.status !== 'delivered' || delivery.attempts.length !== 1);
     assert.equal(other, undefined, `each delivered at its first attempt (waiting is no attempt): ${JSON.stringify(other)}`);
     // Each send takes a slot 50 ms after the one before and never goes before it: 100 span 99 slots at least (the first, sent at once, may be late by the timer's slack).
@@ -39,7 +39,7 @@ describe('throttling: max_per_second per installation', function () {
     // One a second: the 429 is recorded long before the next slot's send looks (a send already under way when it comes is not taken back).
     await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-429' }, asking.url, { space_content_updated: true, max_per_second: 1 });
     const ids = await burst('sp-429', 4);
-    const deliveries = await Promise.all(ids.map((id) => platform.finalDelivery(id, tenant.token, 60_000)));
+    const deliveries = await platform.finalDeliveries(ids, tenant.token, 60_000);
     assert.ok(deliveries.every((delivery) => delivery.status === 'delivered'));
     const [first, next] = asking.requests;
     assert.ok(next!.at - first!.at >= 2000, `the next POST came ${Math.round(next!.at - first!.at)} ms after the 429`);

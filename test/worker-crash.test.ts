@@ -33,7 +33,7 @@ describe('a worker killed with SIGKILL mid-delivery', function () {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     worker = await startWorkerProcess(platform);
     try {
-      finals = await Promise.all(deliveries.map((id) => platform.finalDelivery(id, tenant.token, 90_000)));
+      finals = await platform.finalDeliveries(deliveries, tenant.token, 90_000);
     } finally {
       worker.kill('SIGKILL');
     }
