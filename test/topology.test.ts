@@ -48,9 +48,14 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
     await Promise.all([topology.stop(), receiver.stop()]);
   });
 
+  /** The events the producer sent under `prefix`, by eventId. */
+  const sentUnder = (prefix: string) => [...producer.events].filter(([id]) => id.startsWith(`evt_${prefix}_`));
+  /** Their deliveries' ids (none for an event never accepted). */
+  const deliveriesUnder = (prefix: string) => sentUnder(prefix).flatMap(([, event]) => event.deliveries ?? []);
+
   /** Until every delivery of the events sent under `prefix` is final; answers them by status. */
   async function settled(prefix: string): Promise<Record<string, number>> {
-    const ids = [...producer.events].filter(([id]) => id.startsWith(`evt_${prefix}_`)).flatMap(([, sent]) => sent.deliveries ?? []);
+    const ids = deliveriesUnder(prefix);
     return waitFor(async () => {
       const { rows } = await log.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM deliveries WHERE id = ANY($1) GROUP BY status', [ids]);
       const byStatus = Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
@@ -82,14 +87,14 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
 
   /** Nothing lost: every event of `prefix` accepted, each delivery in the log and final, each delivered one received. */
   async function assertNoneLost(prefix: string): Promise<{ statuses: Record<string, number>; duplicates: number; events: number }> {
-    const sent = [...producer.events].filter(([id]) => id.startsWith(`evt_${prefix}_`));
+    const sent = sentUnder(prefix);
     for (const [id, event] of sent) assert.equal(event.deliveries?.length, 1, `${id}: one delivery each`);
     const statuses = await settled(prefix);
     assert.equal(statuses.logged, sent.length, `every accepted delivery is in the log: ${JSON.stringify(statuses)}`);
     // The receiver answers 200 to everything: a failed delivery is the platform's fault, and its record says which.
-    if (statuses.delivered !== sent.length) assert.fail(`${JSON.stringify(statuses)}; not delivered:\n${await notDelivered(sent.flatMap(([, event]) => event.deliveries!))}`);
+    if (statuses.delivered !== sent.length) assert.fail(`${JSON.stringify(statuses)}; not delivered:\n${await notDelivered(deliveriesUnder(prefix))}`);
     const { events, duplicates } = received(prefix);
-    const { rows } = await log.query<{ event_id: string }>("SELECT event_id FROM deliveries WHERE status = 'delivered' AND id = ANY($1)", [sent.flatMap(([, event]) => event.deliveries!)]);
+    const { rows } = await log.query<{ event_id: string }>("SELECT event_id FROM deliveries WHERE status = 'delivered' AND id = ANY($1)", [deliveriesUnder(prefix)]);
     for (const row of rows) assert.ok(events.has(row.event_id), `${row.event_id} is delivered in the log but the receiver never got it`);
     return { statuses, duplicates, events: sent.length };
   }
@@ -111,7 +116,7 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
 
   /** The attempts of `prefix`'s deliveries that got no 2xx, counted by error (or status) and the 5 s (from `since`) they began in. */
   async function unanswered(prefix: string, since: number): Promise<string> {
-    const ids = [...producer.events].filter(([id]) => id.startsWith(`evt_${prefix}_`)).flatMap(([, event]) => event.deliveries ?? []);
+    const ids = deliveriesUnder(prefix);
     const { rows } = await log.query<{ what: string; started_at: string }>(
       "SELECT coalesce(a.error, a.status_code::text) AS what, a.started_at FROM attempts a WHERE a.delivery_id = ANY($1) AND (a.status_code IS NULL OR a.status_code >= 300)",
       [ids],
@@ -126,7 +131,7 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
 
   /** From a fault to the first delivery of an event first sent after it (Infinity: none came). */
   function backAfter(prefix: string, faultAt: number): number {
-    const sentAfter = new Set([...producer.events].filter(([id, event]) => id.startsWith(`evt_${prefix}_`) && event.firstSentAt > faultAt).map(([id]) => id));
+    const sentAfter = new Set(sentUnder(prefix).filter(([, event]) => event.firstSentAt > faultAt).map(([id]) => id));
     const first = receiver.requests.find((request) => request.at > faultAt && sentAfter.has(request.eventId));
     return first ? first.at - faultAt : Infinity;
   }
