@@ -34,7 +34,11 @@ const judgedByReceiver = (outcome: DeliveryOutcome) => outcome.status === 'deliv
 export async function recordHealth(db: Kysely<Schema>, known: Set<string>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
   if (!finished.some(({ outcome }) => judgedByReceiver(outcome))) return [];
   const inserted: string[] = [];
-  const changes = await db.transaction().execute((trx) => writeHealth(trx, known, inserted, finished, now));
+  // Deliveries alone (the common case) need no transaction: each statement stands alone (an
+  // insert of a missing row, an update that rarely matches), and a transaction's begin and
+  // commit a write are time an ordered line waits (bench p: 111-118/s with, 121/s without).
+  const failed = finished.some(({ outcome }) => judgedByReceiver(outcome) && outcome.status !== 'delivered');
+  const changes = failed ? await db.transaction().execute((trx) => writeHealth(trx, known, inserted, finished, now)) : await writeHealth(db, known, inserted, finished, now);
   // Known once committed: a transaction rolled back leaves the row to insert next time.
   for (const installationId of inserted) known.add(installationId);
   return changes;
