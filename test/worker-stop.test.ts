@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
-import { ScriptedReceiver } from './support/receiver';
+import { closedPortUrl, ScriptedReceiver } from './support/receiver';
 import { runWorkerOf } from './support/worker-outage';
 
 describe('a worker stopped gracefully while an attempt hangs', function () {
@@ -13,6 +13,8 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
   let delivery: any;
   let stopError: unknown;
   let installationId: string;
+  /** An installation whose receiver refuses connections: the hints this run writes, seen (the check below is not vacuous). */
+  let refusedId: string;
   let failingAfterStop: Map<string, string>;
 
   before(async function () {
@@ -20,6 +22,9 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
     await Promise.all([platform.start(), receiver.start()]);
     const first = await runWorkerOf(platform);
     tenant = await platform.tenant();
+    refusedId = (await platform.webhook(tenant.token, { org: tenant.org, space: 'refused' }, await closedPortUrl(), { space_content_updated: true })).id;
+    await platform.ingest(spaceEvent(tenant.org, 'refused'));
+    await waitFor(async () => ((await platform.stores.health.failingNow()).get(refusedId) === 'fast' ? true : undefined), 30_000, 'the refused receiver written as failing');
     installationId = (await platform.webhook(tenant.token, { org: tenant.org, space: 'stop' }, receiver.url, { space_content_updated: true })).id;
     const ingest = await platform.ingest(spaceEvent(tenant.org, 'stop'));
     await waitFor(async () => (receiver.requests.length === 1 ? true : undefined), 30_000, 'the first request');
@@ -47,6 +52,7 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
   });
 
   it('does not take the interruption (the platform’s failure) for its receiver failing', function () {
+    assert.equal(failingAfterStop.get(refusedId), 'fast', 'a receiver that refuses is written as failing in the same run');
     assert.equal(failingAfterStop.has(installationId), false);
   });
 
