@@ -229,16 +229,13 @@ export class TestPlatform {
 
   /** Polls a delivery until it reaches a final state. */
   async finalDelivery(id: string, token: string, timeoutMs = 45_000): Promise<any> {
-    return waitFor(async () => {
-      const answer = await this.http('GET', `/v1/deliveries/${encodeURIComponent(id)}`, { token });
-      return answer.status === 200 && answer.body.status !== 'pending' ? answer.body : undefined;
-    }, timeoutMs, `delivery ${id} to finish`);
+    return (await this.finalDeliveries([id], token, timeoutMs))[0];
   }
 
   /**
-   * Each delivery once final, polled one request at a time. A poller per delivery (a hundred
-   * at 10/s each) kept the test process, and the receivers in it, from their own sockets for
-   * tens of seconds on a busy CI machine: attempts timed out unseen.
+   * Each delivery once final, polled one request at a time, not one poller each: in stop
+   * 37's CI run a hundred pollers at 10/s shared the event loop of the test process, and the
+   * receiver in it saw a SIGTERM case's retries 27 s late, after their timeouts.
    */
   async finalDeliveries(ids: string[], token: string, timeoutMs = 45_000): Promise<any[]> {
     const finals = new Map<string, any>();
@@ -250,7 +247,7 @@ export class TestPlatform {
         finals.set(id, answer.body);
       }
       return true;
-    }, timeoutMs, `${ids.length} deliveries to finish`);
+    }, timeoutMs, ids.length === 1 ? `delivery ${ids[0]} to finish` : `${ids.length} deliveries to finish`);
     return ids.map((id) => finals.get(id));
   }
 
