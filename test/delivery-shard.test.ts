@@ -168,6 +168,35 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('keeps at most four batches of the receivers failing every attempt in flight (their shared lane), whatever their number', async function () {
+    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
+    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const timedOut = (batch: (typeof batches)[number]) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'failed', error: 'timeout' })));
+    try {
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/shared-cap-${worker.taskQueue}`, args: [{ shard: 0, epochEndsAt: Date.now() + 60_000 }] });
+      // 20 installations whose receivers hang, 30 deliveries each: 6 batches' worth in one lane.
+      const items = Array.from({ length: 600 }, (_, i) => ({ id: `evt_${i}:ins_h${i % 20}`, installationId: `ins_h${i % 20}`, failing: 'slow' as const }));
+      await handle.signal(handOverSignal, items);
+      await waitFor(async () => (batches.length === 4 ? true : undefined), 10_000, 'four batches');
+      assert.equal((await handle.describe()).raw.pendingActivities?.length, 4);
+      assert.equal(batches.length, 4, 'the other two wait for a slot');
+      assert.equal(new Set(batches.flatMap((batch) => batch.entries.map((entry) => entry.id.split(':')[1]))).size, 20, 'every installation in the shared lane');
+      // One ends: one more starts, and no other.
+      timedOut(batches[0]!);
+      await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'a fifth batch');
+      assert.equal((await handle.describe()).raw.pendingActivities?.length, 4);
+      for (const batch of batches.slice(1)) timedOut(batch);
+      await waitFor(async () => (batches.length === 6 ? true : undefined), 10_000, 'the sixth batch');
+      timedOut(batches[5]!);
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery final');
+      assert.equal(batches.reduce((sum, batch) => sum + batch.entries.length, 0), 600, 'each attempted once');
+      await handle.terminate('test over');
+    } finally {
+      for (const batch of batches) batch.end([]);
+      await worker.stop();
+    }
+  });
+
   it('carries which receivers fail every attempt when it continues as new: their retries still share a batch', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));

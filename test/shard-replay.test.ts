@@ -11,6 +11,7 @@ const HISTORIES = path.join(__dirname, '..', '..', 'test', 'fixtures', 'historie
 /** The throwaway keys the recorded runs' payloads are sealed with (test data, nothing else). */
 const RECORDED_KEY = 'h+CpnhFLCJ6ReMLq1Qh0vYJsougeaoPFRkRrToJC68Y=';
 const EPOCH_RECORDED_KEY = '+GH8U8W+zK3WLxcM13WVOfXFf//KNknbkE7tmQRHj4o=';
+const SHARED_RECORDED_KEY = 'm0xHNBK49TJCacYWV7tFSbO6vdPOoyNOQwtqaGKqCpY=';
 
 /**
  * Workflow code changes must replay what earlier versions recorded: a shard run still open
@@ -29,5 +30,11 @@ describe('delivery shard histories recorded by earlier versions', function () {
     // Recorded with the platform at 8f350da: 100 events a second to one installation, one POST in five answered 500.
     const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, 'delivery-epoch-8f350da.bin.gz'))));
     await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(new EncryptionCodec(EPOCH_RECORDED_KEY)) }, history, 'delivery-shard/0/epoch');
+  });
+
+  it('replays an epoch run of 36df674 (six batches of one shared lane in flight at once) without a nondeterminism error', async function () {
+    // Recorded with the workflows at 36df674 and stand-in attempts: 600 deliveries to 20 installations a hand-over said hang.
+    const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, 'delivery-epoch-shared-36df674.bin.gz'))));
+    await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(new EncryptionCodec(SHARED_RECORDED_KEY)) }, history, 'delivery-shard/0/epoch-shared');
   });
 });

@@ -2,7 +2,7 @@ import * as wf from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import { busy, invalid } from '../contracts/failures';
 import { backlogQuery, enqueueUpdate, handOverSignal, MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
-import { isRetryLane, ShardState } from './shard-state';
+import { isRetryLane, SHARED_LANE_BATCHES, SHARED_LANE_BATCHES_BEFORE_CAP, ShardState } from './shard-state';
 
 const isShardItem = (item: ShardItem | undefined): boolean =>
   typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string') && (item.failing === undefined || item.failing === 'slow' || item.failing === 'fast');
@@ -84,7 +84,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const hinted = sharesFailing && wf.patched('failing-hints');
   // Before an interrupted attempt was left out of a receiver's failing.
   const interruptionsFree = sharesFailing && wf.patched('interrupted-not-failing');
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree }, hanging, new Map(sharesFailing ? input.failing : []));
+  // Before shared lanes were held to fewer batches in flight.
+  const sharedLaneBatches = sharesFailing && wf.patched('shared-lane-batches-4') ? SHARED_LANE_BATCHES : SHARED_LANE_BATCHES_BEFORE_CAP;
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.
