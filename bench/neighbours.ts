@@ -25,12 +25,13 @@ export interface NeighbourDeps {
   metrics(): Promise<string>;
 }
 
-/** A receiver that takes each POST and never answers: every attempt to it times out (10 s). */
-async function hangingReceiver() {
+/** A receiver that takes each POST and never answers (every attempt to it times out, 10 s), or, `served`, answers 200 at once. */
+async function neighbourReceiver(served = false) {
   let posts = 0;
-  const server = http.createServer((req) => {
+  const server = http.createServer((req, res) => {
     posts += 1;
     req.resume();
+    if (served) req.on('end', () => res.end());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -61,19 +62,25 @@ const eventOf = (tenant: BenchTenant, label: string, i: number): SpaceContentUpd
  * once and 2 events/s that it answers 500 twice before a 200: first alone (its baseline),
  * then beside `hangingTenants` tenants sending 1 event/s each to receivers that hang, and
  * `refusingTenants` sending 1 event/s each to ports that refuse, one receiver each (as
- * many hosts). Its delivery latency and retry gaps, in both phases.
+ * many hosts). Its delivery latency and retry gaps, in each phase; and, as a control, beside
+ * as many neighbours sending as much to receivers that answer 200 at once: what the same
+ * traffic costs it when nothing fails.
  */
 export async function noisyNeighbourScenario(deps: NeighbourDeps) {
   const watched = await deps.tenant();
-  const hanging = await Promise.all(Array.from({ length: deps.hangingTenants }, () => hangingReceiver()));
-  const neighbours: BenchTenant[] = [];
-  for (const receiver of hanging) neighbours.push(await deps.tenant(receiver.url));
-  for (let i = 0; i < deps.refusingTenants; i++) neighbours.push(await deps.tenant(await refusingUrl()));
-  const hangingPosts = () => hanging.reduce((sum, receiver) => sum + receiver.posts(), 0);
+  const hanging = await Promise.all(Array.from({ length: deps.hangingTenants }, () => neighbourReceiver()));
+  const served = await Promise.all(Array.from({ length: deps.hangingTenants + deps.refusingTenants }, () => neighbourReceiver(true)));
+  const failing: BenchTenant[] = [];
+  for (const receiver of hanging) failing.push(await deps.tenant(receiver.url));
+  for (let i = 0; i < deps.refusingTenants; i++) failing.push(await deps.tenant(await refusingUrl()));
+  const healthy: BenchTenant[] = [];
+  for (const receiver of served) healthy.push(await deps.tenant(receiver.url));
+  const postsTo = (receivers: { posts(): number }[]) => receivers.reduce((sum, receiver) => sum + receiver.posts(), 0);
+  const hangingPosts = () => postsTo(hanging);
   // Each event of the flaky stream is answered 500 at its first two POSTs, then 200.
   const answer = (eventId: string, n: number) => (eventId.startsWith('evt_gflaky') && n < 2 ? 500 : 200);
 
-  const phase = async (label: string, withNeighbours: boolean) => {
+  const phase = async (label: string, neighbours: BenchTenant[]) => {
     deps.receiver.reset(answer);
     const sentAt = new Map<string, number>();
     const send = (event: SpaceContentUpdated) => {
@@ -86,7 +93,7 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
     await Promise.all([
       openLoop(5, deps.seconds, (i) => send(eventOf(watched, `g${label}`, i))),
       openLoop(2, deps.seconds, (i) => send(eventOf(watched, `gflaky${label}`, i))),
-      withNeighbours ? openLoop(neighbours.length, deps.seconds, (i) => send(eventOf(neighbours[i % neighbours.length]!, 'ghang', i))) : Promise.resolve(),
+      neighbours.length ? openLoop(neighbours.length, deps.seconds, (i) => send(eventOf(neighbours[i % neighbours.length]!, `gn${label}`, i))) : Promise.resolve(),
     ]);
     await until(() => deps.receiver.delivered().size >= sentAt.size, 60_000);
     stop();
@@ -99,16 +106,18 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
       healthyEndToEndMs: { p50: percentile(healthy, 50), p99: percentile(healthy, 99) },
       retryGaps: deps.receiver.retryGaps(),
       platformEventLoopDelay,
-      ...(withNeighbours && { postsToHangingReceivers: hangingPosts() - postsBefore }),
+      ...(neighbours === failing && { postsToHangingReceivers: hangingPosts() - postsBefore }),
     };
   };
 
   try {
-    const alone = await phase('alone', false);
-    const beside = await phase('beside', true);
-    return { hangingTenants: deps.hangingTenants, refusingTenants: deps.refusingTenants, eventsPerSPerNeighbour: 1, seconds: deps.seconds, alone, beside };
+    const alone = await phase('alone', []);
+    const beside = await phase('beside', failing);
+    const servedBefore = postsTo(served);
+    const besideServed = { ...(await phase('served', healthy)), postsToServedNeighbours: postsTo(served) - servedBefore };
+    return { hangingTenants: deps.hangingTenants, refusingTenants: deps.refusingTenants, eventsPerSPerNeighbour: 1, seconds: deps.seconds, alone, beside, besideServed };
   } finally {
-    for (const receiver of hanging) receiver.stop();
+    for (const receiver of [...hanging, ...served]) receiver.stop();
   }
 }
 
@@ -121,5 +130,9 @@ export function noisyNeighbourReport(g: Awaited<ReturnType<typeof noisyNeighbour
     line('its events undelivered', `${g.beside.undelivered} of ${g.beside.sent} (alone ${g.alone.undelivered})`),
     line('POSTs to hanging receivers', `${g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${g.ingestRetries}`),
     line('platform event-loop delay, median of 2 s p99s / max ms', `${g.beside.platformEventLoopDelay.p99MedianMs} / ${g.beside.platformEventLoopDelay.maxMs} (alone ${g.alone.platformEventLoopDelay.p99MedianMs} / ${g.alone.platformEventLoopDelay.maxMs})`),
+    line(
+      'control: beside as many neighbours served at once, p50 / p99 ms',
+      `${g.besideServed.healthyEndToEndMs.p50} / ${g.besideServed.healthyEndToEndMs.p99}, retry 1 p99 ${(g.besideServed.retryGaps as any)[0]?.p99OverRangeMs} ms over; ${g.besideServed.postsToServedNeighbours} POSTs to them; event-loop delay ${g.besideServed.platformEventLoopDelay.p99MedianMs} / ${g.besideServed.platformEventLoopDelay.maxMs}`,
+    ),
   ];
 }
