@@ -197,6 +197,40 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('batches the first attempts of receivers it has seen answer promptly together, across installations; one that lags, or turns slow, keeps or gets back a lane of its own', async function () {
+    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
+    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const installationsOf = (batch: (typeof batches)[number]) => [...new Set(batch.entries.map((entry) => entry.id.split(':')[1]))].sort();
+    const answered = (batch: (typeof batches)[number], tookMs: (installation: string) => number) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: tookMs(entry.id.split(':')[1]!) })));
+    const item = (event: number, installationId: string) => ({ id: `evt_${event}:${installationId}`, installationId });
+    const round = (event: number) => ['ins_a', 'ins_b', 'ins_c', 'ins_d'].map((installation) => item(event, installation));
+    try {
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/prompt-${worker.taskQueue}`, args: [{ shard: 0, epochEndsAt: Date.now() + 60_000 }] });
+      // Unknown to the run: a lane each. ins_c's receiver takes 2 s to answer; the others 20-30 ms.
+      await handle.signal(handOverSignal, round(1));
+      await waitFor(async () => (batches.length === 4 ? true : undefined), 10_000, 'the first attempts, a batch each');
+      assert.deepEqual(batches.map(installationsOf).sort(), [['ins_a'], ['ins_b'], ['ins_c'], ['ins_d']]);
+      for (const batch of batches) answered(batch, (installation) => (installation === 'ins_c' ? 2000 : 20));
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'the answers taken');
+      await handle.signal(handOverSignal, round(2));
+      await waitFor(async () => (batches.length === 6 ? true : undefined), 10_000, 'the second round in two batches');
+      const [shared, own] = [batches[4]!, batches[5]!].sort((x, y) => y.entries.length - x.entries.length);
+      assert.deepEqual(installationsOf(shared!), ['ins_a', 'ins_b', 'ins_d'], 'the prompt ones share a batch');
+      assert.deepEqual(installationsOf(own!), ['ins_c'], 'the one that lags keeps its own');
+      // ins_b's receiver turns slow (3 s): its next first attempt is in a lane of its own again.
+      answered(shared!, (installation) => (installation === 'ins_b' ? 3000 : 20));
+      answered(own!, () => 2000);
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'the second answers taken');
+      await handle.signal(handOverSignal, round(3));
+      await waitFor(async () => (batches.length === 9 ? true : undefined), 10_000, 'the third round in three batches');
+      assert.deepEqual(batches.slice(6).map(installationsOf).sort(), [['ins_a', 'ins_d'], ['ins_b'], ['ins_c']]);
+      await handle.terminate('test over');
+    } finally {
+      for (const batch of batches) batch.end([]);
+      await worker.stop();
+    }
+  });
+
   it('carries which receivers fail every attempt when it continues as new: their retries still share a batch', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));

@@ -42,8 +42,9 @@ describe('receivers failing now, from the attempts to the hand-over', function (
         await ingest.ingest({ ...spaceEvent(tenant.org, space), type: 'space_content_updated' });
         return handedOver.filter((item) => item.installationId === installationId).at(-1)!.failing;
       };
-      // Asking never waits for the log: the first hand-over may go without it, a later one carries it.
-      assert.equal(await waitFor(async () => (await hintOf('refused', failing.id)) ?? undefined, 10_000, 'the hint on a hand-over'), 'fast');
+      // Asking never waits for the log: the first hand-over may go without it, a later one carries it
+      // (its read is at most a second old). Each try ingests an event: every 500 ms, not 100.
+      assert.equal(await waitFor(async () => (await hintOf('refused', failing.id)) ?? undefined, 10_000, 'the hint on a hand-over', 500), 'fast');
       assert.equal(await hintOf('healthy', healthy.id), undefined);
 
       // Its receiver answers again (its URL now a listener's): the next attempt clears it.

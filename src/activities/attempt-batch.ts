@@ -45,6 +45,8 @@ export interface AttemptBatchResult {
   clock?: string;
   /** Not attempted (no room in the isolate pool, the worker stopping): the same attempt is asked for after `retryInMs`. */
   again?: true;
+  /** How long after its time (or the batch's read of the log, if later) this run's attempt ended: whether its receiver is prompt (see ShardState). */
+  tookMs?: number;
 }
 
 export interface AttemptBatchDependencies extends AttemptSenderDependencies {
@@ -128,8 +130,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       if (superseded.aborted) throw supersededFailure();
       const deliveries = await deps.attempts.toAttempt(input.entries);
       await reportAbsent(input, deliveries);
-      /** When each attempt made by this run ended (performance.now()). */
+      const readAt = Date.now();
+      /** When each attempt made by this run ended (performance.now()), and how long after its time (see AttemptBatchResult's tookMs). */
       const endedAt = new Map<string, number>();
+      const took = new Map<string, number>();
       const installationIds = [...new Set([...deliveries.values()].map((d) => d.installationId))];
       /**
        * The installations as read at or after a time, so that a change answered before an
@@ -197,7 +201,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
             });
           }
           if (!outcome) return undefined;
-          if (outcome.attempt) endedAt.set(id, performance.now());
+          if (outcome.attempt) {
+            endedAt.set(id, performance.now());
+            took.set(id, Date.now() - Math.max(readAt, timeOf(entry)));
+          }
           recorder.add(outcome);
           return outcome;
         }),
@@ -223,6 +230,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           ...(outcome.attempt?.statusCode !== undefined && { statusCode: outcome.attempt.statusCode }),
           ...(outcome.attempt?.error !== undefined && { error: outcome.attempt.error }),
           ...(outcome.status === 'pending' && retryOf(outcome.attempt!.nextDelayMs!, endedAt.get(outcome.id))),
+          ...(took.has(outcome.id) && { tookMs: took.get(outcome.id) }),
         })),
         // Delayed, none of their attempts spent, none failed.
         ...later.map(({ id, inMs }) => ({ id, status: 'pending' as const, again: true as const, ...retryOf(inMs, performance.now()) })),

@@ -2,7 +2,8 @@ import * as wf from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import { busy, invalid } from '../contracts/failures';
 import { backlogQuery, enqueueUpdate, handOverSignal, MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
-import { isRetryLane, SHARED_LANE_BATCHES, SHARED_LANE_BATCHES_BEFORE_CAP, ShardState } from './shard-state';
+import { SHARED_LANE_BATCHES, SHARED_LANE_BATCHES_BEFORE_CAP, isRetryLane } from './shard-lanes';
+import { ShardState } from './shard-state';
 
 const isShardItem = (item: ShardItem | undefined): boolean =>
   typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string') && (item.failing === undefined || item.failing === 'slow' || item.failing === 'fast');
@@ -86,7 +87,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const interruptionsFree = sharesFailing && wf.patched('interrupted-not-failing');
   // Before shared lanes were held to fewer batches in flight.
   const sharedLaneBatches = sharesFailing && wf.patched('shared-lane-batches-4') ? SHARED_LANE_BATCHES : SHARED_LANE_BATCHES_BEFORE_CAP;
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches }, hanging, new Map(sharesFailing ? input.failing : []));
+  // Before prompt receivers' first attempts shared a lane.
+  const sharesPrompt = lanes && wf.patched('prompt-first-attempts');
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.

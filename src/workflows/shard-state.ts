@@ -1,6 +1,7 @@
 import type { AttemptBatchResult } from '../activities/attempt-batch';
 import { MAX_BACKLOG, type FailingKind, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
 import { failingOf } from '../webhooks/schedule';
+import { BATCH, isRetryLane, isSharedLane, mayAddBatch, PROMPT_LANE, promptOf, sharedLane, type ShardRules } from './shard-lanes';
 
 /**
  * What a run carries to the next stays under the server's 2 MB payload limit: past it the
@@ -11,30 +12,8 @@ import { failingOf } from '../webhooks/schedule';
  */
 const MAX_CARRIED_BYTES = 1_500_000;
 const ALWAYS_CARRIABLE = 2_500;
-/** Deliveries per attempt batch (one activity). */
-const BATCH = 100;
 /** Hand-overs per run: a bounded history (and, for updates, under the server's 2,000 per run). */
 const HAND_OVERS_PER_RUN = 1500;
-/**
- * Batches in flight per first-attempt lane. A lane with one in flight starts another only
- * when it has a full batch: one busy installation is not held to one batch per round
- * trip, and a receiver that hangs holds a few slots, not the shard.
- */
-const LANE_BATCHES = 4;
-/**
- * Batches in flight per retry lane, partial ones included: with the lead, several overlap
- * while they wait for their time (a receiver that hangs: one partial one, once a batch of it timed out throughout).
- */
-const RETRY_LANE_BATCHES = 8;
-/**
- * Batches in flight per shared lane of failing receivers (see ShardState's `failing`),
- * partial ones included: a slow one's batches hold their slots for the attempt timeout.
- * Four, not sixteen: beside 200 failing receivers a healthy tenant's p99 was 5.7 s, not
- * 8.6 s, on 2 cores (docs/decisions/deliveries.md); their retries wait for a slot instead.
- */
-export const SHARED_LANE_BATCHES = 4;
-/** Those of runs started before the cap was lowered. */
-export const SHARED_LANE_BATCHES_BEFORE_CAP = 16;
 /** Batches in flight at once in one run: the server fails a workflow task past 2,000 pending activities. */
 const MAX_BATCHES_IN_FLIGHT = 500;
 /**
@@ -43,38 +22,6 @@ const MAX_BATCHES_IN_FLIGHT = 500;
  * their record are over by then, so the next run finds them recorded and sends nothing twice.
  */
 const CARRIED_BATCH_DELAY_MS = 17_000;
-
-/**
- * How a run behaves, as the patches its history recorded decide (see deliveryShardWorkflow):
- * a run started before a change replays as it ran.
- */
-export interface ShardRules {
-  /** First attempts and retries batched apart, in lanes; batches in flight capped (`batch-lanes`). */
-  lanes: boolean;
-  /** A lane may have more than one batch in flight (`lane-pipeline`). */
-  pipelined: boolean;
-  /** Retries start `lead` ms before they are due, grouped within `group` ms (`retry-lead`). */
-  led: boolean;
-  lead: number;
-  group: number;
-  /** What is carried over is bounded by its size, not its count alone (`carry-bytes`). */
-  bytesBounded: boolean;
-  /** Retry lanes whose receivers hang start partial batches one at a time (`hanging-lane-partial-batches`). */
-  holdsHanging: boolean;
-  /** Installations whose receivers fail everything share two lanes (`failing-shared-lanes`). */
-  sharesFailing: boolean;
-  /** Hand-overs' `failing` put installations in those lanes from their first attempt (`failing-hints`). */
-  hinted: boolean;
-  /** An interrupted attempt (the worker stopping or dying) says nothing of its receiver (`interrupted-not-failing`). */
-  interruptionsFree: boolean;
-  /** Batches in flight per shared lane (`shared-lane-batches-4`). */
-  sharedLaneBatches: number;
-}
-
-export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');
-/** The shared lanes of failing receivers (no installation id starts with `~`); their batches go to the retry queue. */
-const sharedLane = (kind: FailingKind): string => `~${kind}/retry`;
-const isSharedLane = (lane: string): boolean => lane.startsWith('~');
 
 /**
  * What a delivery shard's run holds and the rules it keeps: deliveries queued per lane,
@@ -90,6 +37,17 @@ export class ShardState {
   private waiting: ShardEntry[] = [];
   /** Installations whose attempts this run has seen answered or failed: its own view, not a hand-over's hint, decides their lanes. */
   private readonly seen = new Set<string>();
+  /**
+   * Installations whose receivers answered every attempt of their last batch promptly
+   * (PROMPT_MS). Their first attempts share one lane across installations: 200
+   * installations at an event a second each were 200 activities a second, a batch of one
+   * delivery each, and took the machine (bench (g)'s control: another tenant's events
+   * p99 9.8 s; sharing, 0.3 s). Only a receiver this run has seen answer promptly joins:
+   * one that hangs or lags from the start never holds a shared batch; one that turns slow
+   * holds the batches it is in once (its attempt timeout at most), then has its own lanes
+   * back. Retries keep their installation's lanes. Not carried over: a run learns it anew.
+   */
+  private readonly prompt = new Set<string>();
   /** Batches in flight per lane. */
   private readonly laneFlights = new Map<string, number>();
   /** Batches in flight, with their start (workflow time). */
@@ -137,7 +95,8 @@ export class ShardState {
   laneOf(entry: ShardEntry): string {
     const failing = this.rules.sharesFailing ? this.failing.get(entry.installationId) : undefined;
     if (failing) return sharedLane(failing);
-    return this.rules.lanes && entry.attempt > 1 ? `${entry.installationId}/retry` : entry.installationId;
+    if (this.rules.lanes && entry.attempt > 1) return `${entry.installationId}/retry`;
+    return this.prompt.has(entry.installationId) ? PROMPT_LANE : entry.installationId;
   }
 
   /** When a waiting entry goes to its lane. */
@@ -184,6 +143,7 @@ export class ShardState {
   settle(lane: string, entries: ShardEntry[], results: AttemptBatchResult[]): void {
     this.noteHanging(lane, results);
     this.noteFailing(entries, results);
+    this.notePrompt(entries, results);
     const byId = new Map(results.map((result) => [result.id, result]));
     for (const entry of entries) {
       const result = byId.get(entry.id);
@@ -216,6 +176,14 @@ export class ShardState {
     }
   }
 
+  private notePrompt(entries: ShardEntry[], results: AttemptBatchResult[]): void {
+    if (!this.rules.sharesPrompt) return;
+    for (const [installation, prompt] of promptOf(new Map(entries.map((entry) => [entry.id, entry.installationId])), results)) {
+      if (prompt) this.prompt.add(installation);
+      else this.prompt.delete(installation);
+    }
+  }
+
   private noteHanging(lane: string, results: AttemptBatchResult[]): void {
     // A first-attempt lane starts partial batches one at a time anyway; shared lanes take partial batches side by side.
     if (!this.rules.holdsHanging || !isRetryLane(lane) || isSharedLane(lane)) return;
@@ -240,14 +208,11 @@ export class ShardState {
    * next is chosen: the caps count it.
    */
   *batchesToStart(): Generator<[string, ShardEntry[]]> {
-    const { lanes, led, pipelined } = this.rules;
+    const { lanes, pipelined } = this.rules;
     for (const [lane, entries] of this.ready) {
       if (lanes && this.flying.size >= MAX_BATCHES_IN_FLIGHT) break;
       const inFlight = this.laneFlights.get(lane) ?? 0;
-      // Another batch beside those in flight: a full one (up to LANE_BATCHES), or led retries
-      // when due, beside batches of the lane still waiting for their time.
-      const mayAddBatch = isSharedLane(lane) ? inFlight < this.rules.sharedLaneBatches : led && isRetryLane(lane) ? inFlight < RETRY_LANE_BATCHES : entries.length >= BATCH && inFlight < LANE_BATCHES;
-      if (inFlight && (!pipelined || !mayAddBatch || (this.hanging.has(lane) && entries.length < BATCH))) continue;
+      if (inFlight && (!pipelined || !mayAddBatch(lane, inFlight, entries.length, this.rules) || (this.hanging.has(lane) && entries.length < BATCH))) continue;
       const batch = entries.splice(0, BATCH);
       if (entries.length === 0 || lanes) this.ready.delete(lane);
       // What is left goes to the back (visited again below): under the cap, lanes take turns.
