@@ -231,6 +231,38 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('keeps up to four partial batches of prompt receivers in flight side by side, and full ones up to sixteen', async function () {
+    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
+    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const answered = (batch: (typeof batches)[number]) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: 10 })));
+    const item = (event: number) => ({ id: `evt_${event}:ins_p${event % 2}`, installationId: `ins_p${event % 2}` });
+    const pending = async (handle: WorkflowHandle) => (await handle.describe()).raw.pendingActivities?.length ?? 0;
+    try {
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/prompt-caps-${worker.taskQueue}`, args: [{ shard: 0, epochEndsAt: Date.now() + 60_000 }] });
+      await handle.signal(handOverSignal, [item(0), item(1)]);
+      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'a batch per installation');
+      batches.forEach(answered);
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'both seen prompt');
+      // Five hand-overs of two, one after the other: four partial batches go side by side, the fifth waits for a slot.
+      for (let k = 1; k <= 5; k++) {
+        await handle.signal(handOverSignal, [item(2 * k), item(2 * k + 1)]);
+        await waitFor(async () => ((await handle.query(backlogQuery)) === 2 * k ? true : undefined), 10_000, `hand-over ${k} taken`);
+      }
+      await waitFor(async () => (batches.length === 6 ? true : undefined), 10_000, 'four partial batches');
+      assert.equal(await pending(handle), 4);
+      assert.deepEqual(batches.slice(2).map((batch) => batch.entries.length), [2, 2, 2, 2], 'across both installations');
+      // 1,600 more (the fifth hand-over's two first): full batches beside the partial ones, up to 16 in all.
+      await handle.signal(handOverSignal, Array.from({ length: 1600 }, (_, i) => item(100 + i)));
+      await waitFor(async () => (batches.length === 18 ? true : undefined), 10_000, 'twelve full batches beside');
+      assert.equal(await pending(handle), 16);
+      assert.deepEqual(batches.slice(6).map((batch) => batch.entries.length), Array(12).fill(100));
+      await handle.terminate('test over');
+    } finally {
+      for (const batch of batches) batch.end([]);
+      await worker.stop();
+    }
+  });
+
   it('carries which receivers fail every attempt when it continues as new: their retries still share a batch', async function () {
     const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
     const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));

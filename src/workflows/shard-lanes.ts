@@ -34,9 +34,14 @@ export const SHARED_LANE_BATCHES_BEFORE_CAP = 16;
  * enough that a retry it schedules still goes out on time (retries are started 1.5 s ahead).
  */
 const PROMPT_MS = 500;
-/** The lane of prompt receivers' first attempts, and its batches in flight (partial ones side by side). */
+/**
+ * The lane of prompt receivers' first attempts, and its batches in flight: full ones up to
+ * 16 (a busy installation's pace), partial ones up to 4 side by side (a quiet one's events
+ * wait for no other batch; what comes meanwhile fills the next, as a group commit's does).
+ */
 export const PROMPT_LANE = '~prompt';
 const PROMPT_LANE_BATCHES = 16;
+const PROMPT_LANE_PARTIAL_BATCHES = 4;
 
 /**
  * How a run behaves, as the patches its history recorded decide (see deliveryShardWorkflow):
@@ -74,7 +79,7 @@ export const isSharedLane = (lane: string): boolean => lane.startsWith('~');
 
 /** Whether a lane with `inFlight` batches (and `ready` deliveries waiting) may start another beside them. */
 export function mayAddBatch(lane: string, inFlight: number, ready: number, rules: ShardRules): boolean {
-  if (lane === PROMPT_LANE) return inFlight < PROMPT_LANE_BATCHES;
+  if (lane === PROMPT_LANE) return inFlight < (ready >= BATCH ? PROMPT_LANE_BATCHES : PROMPT_LANE_PARTIAL_BATCHES);
   if (isSharedLane(lane)) return inFlight < rules.sharedLaneBatches;
   // Led retries when due, beside batches of the lane still waiting for their time; else a full one.
   if (rules.led && isRetryLane(lane)) return inFlight < RETRY_LANE_BATCHES;
