@@ -14,6 +14,14 @@ import { testSettings } from './support/settings';
  * The shard workflow on the run's dev server, its activities stood in for: what it asks of
  * the server, whatever the receivers do (their behaviour is tested through the platform).
  */
+/** A batch the stand-in holds: its entries, and how the test ends it. */
+interface HeldBatch {
+  entries: AttemptBatchInput['entries'];
+  end(results: AttemptBatchResult[]): void;
+}
+/** The installations a held batch's deliveries are for (ids `evt_…:installation`). */
+const installationsOf = (batch: HeldBatch): string[] => [...new Set(batch.entries.map((entry) => entry.id.split(':')[1]!))].sort();
+
 describe('the delivery shard workflow', function () {
   this.timeout(60_000);
   const namespace = namespaceFor(__filename);
@@ -45,6 +53,16 @@ describe('the delivery shard workflow', function () {
     return { taskQueue, stop: async () => (workers.forEach((worker) => worker.getState() === 'RUNNING' && worker.shutdown()), await Promise.all(running)) };
   }
   const delivered = (input: AttemptBatchInput): AttemptBatchResult[] => input.entries.map((entry) => ({ id: entry.id, status: 'delivered' }));
+  /** A stand-in whose batches wait until the test ends each (stopping its worker ends those left). */
+  async function heldBatches() {
+    const batches: HeldBatch[] = [];
+    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const stop = async () => {
+      for (const batch of batches) batch.end([]);
+      await worker.stop();
+    };
+    return { batches, worker: { ...worker, stop } };
+  }
   /** Until the shard holds nothing, then its run ends. */
   async function settled(handle: WorkflowHandle): Promise<void> {
     await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'every delivery settled');
@@ -112,10 +130,8 @@ describe('the delivery shard workflow', function () {
   });
 
   it('batches together the retries of receivers that fail every attempt (a lane shared across installations), until one answers; an interrupted attempt is no failure of its receiver', async function () {
-    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
-    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const answered = (batch: (typeof batches)[number], outcome: (id: string) => Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome(entry.id) })));
-    const installationsOf = (batch: (typeof batches)[number]) => [...new Set(batch.entries.map((entry) => entry.id.split(':')[1]))].sort();
+    const { batches, worker } = await heldBatches();
+    const answered = (batch: HeldBatch, outcome: (id: string) => Partial<AttemptBatchResult>) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'pending', retryInMs: 60_000, ...outcome(entry.id) })));
     try {
       const start = Date.now();
       const retries = (installation: string, from: number, count: number, dueAt: number): ShardEntry[] => Array.from({ length: count }, (_, i) => ({ id: `evt_${from + i}:${installation}`, installationId: installation, attempt: 2, dueAt }));
@@ -136,15 +152,12 @@ describe('the delivery shard workflow', function () {
       assert.deepEqual(batches.slice(5).map(installationsOf).sort(), [['ins_a'], ['ins_b'], ['ins_c']], 'ins_a back in a lane of its own');
       await handle.terminate('test over');
     } finally {
-      for (const batch of batches) batch.end([]);
       await worker.stop();
     }
   });
 
   it("batches receivers a hand-over says are failing together from their first attempt, unless the run has seen one answer", async function () {
-    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
-    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const installationsOf = (batch: (typeof batches)[number]) => [...new Set(batch.entries.map((entry) => entry.id.split(':')[1]))].sort();
+    const { batches, worker } = await heldBatches();
     try {
       const input: ShardInput = { shard: 0, epochEndsAt: Date.now() + 60_000 };
       const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/hinted-${worker.taskQueue}`, args: [input] });
@@ -163,15 +176,13 @@ describe('the delivery shard workflow', function () {
       assert.deepEqual(batches.slice(2).map(installationsOf).sort(), [['ins_h1'], ['ins_h2'], ['ins_ok']]);
       await handle.terminate('test over');
     } finally {
-      for (const batch of batches) batch.end([]);
       await worker.stop();
     }
   });
 
   it('keeps at most four batches of the receivers failing every attempt in flight (their shared lane), whatever their number', async function () {
-    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
-    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const timedOut = (batch: (typeof batches)[number]) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'failed', error: 'timeout' })));
+    const { batches, worker } = await heldBatches();
+    const timedOut = (batch: HeldBatch) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'failed', error: 'timeout' })));
     try {
       const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/shared-cap-${worker.taskQueue}`, args: [{ shard: 0, epochEndsAt: Date.now() + 60_000 }] });
       // 20 installations whose receivers hang, 30 deliveries each: 6 batches' worth in one lane.
@@ -192,16 +203,13 @@ describe('the delivery shard workflow', function () {
       assert.equal(batches.reduce((sum, batch) => sum + batch.entries.length, 0), 600, 'each attempted once');
       await handle.terminate('test over');
     } finally {
-      for (const batch of batches) batch.end([]);
       await worker.stop();
     }
   });
 
   it('batches the first attempts of receivers it has seen answer promptly together, across installations; one that lags, or turns slow, keeps or gets back a lane of its own', async function () {
-    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
-    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const installationsOf = (batch: (typeof batches)[number]) => [...new Set(batch.entries.map((entry) => entry.id.split(':')[1]))].sort();
-    const answered = (batch: (typeof batches)[number], tookMs: (installation: string) => number) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: tookMs(entry.id.split(':')[1]!) })));
+    const { batches, worker } = await heldBatches();
+    const answered = (batch: HeldBatch, tookMs: (installation: string) => number) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: tookMs(entry.id.split(':')[1]!) })));
     const item = (event: number, installationId: string) => ({ id: `evt_${event}:${installationId}`, installationId });
     const round = (event: number) => ['ins_a', 'ins_b', 'ins_c', 'ins_d'].map((installation) => item(event, installation));
     try {
@@ -226,15 +234,13 @@ describe('the delivery shard workflow', function () {
       assert.deepEqual(batches.slice(6).map(installationsOf).sort(), [['ins_a', 'ins_d'], ['ins_b'], ['ins_c']]);
       await handle.terminate('test over');
     } finally {
-      for (const batch of batches) batch.end([]);
       await worker.stop();
     }
   });
 
   it('keeps up to four partial batches of prompt receivers in flight side by side, and full ones up to sixteen', async function () {
-    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
-    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
-    const answered = (batch: (typeof batches)[number]) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: 10 })));
+    const { batches, worker } = await heldBatches();
+    const answered = (batch: HeldBatch) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: 10 })));
     const item = (event: number) => ({ id: `evt_${event}:ins_p${event % 2}`, installationId: `ins_p${event % 2}` });
     const pending = async (handle: WorkflowHandle) => (await handle.describe()).raw.pendingActivities?.length ?? 0;
     try {
@@ -258,14 +264,12 @@ describe('the delivery shard workflow', function () {
       assert.deepEqual(batches.slice(6).map((batch) => batch.entries.length), Array(12).fill(100));
       await handle.terminate('test over');
     } finally {
-      for (const batch of batches) batch.end([]);
       await worker.stop();
     }
   });
 
   it('carries which receivers fail every attempt when it continues as new: their retries still share a batch', async function () {
-    const batches: { entries: AttemptBatchInput['entries']; end: (results: AttemptBatchResult[]) => void }[] = [];
-    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const { batches, worker } = await heldBatches();
     const hangingBatches = () => batches.filter((batch) => batch.entries.every((entry) => !entry.id.endsWith(':ins_other')));
     try {
       const start = Date.now();
@@ -285,7 +289,6 @@ describe('the delivery shard workflow', function () {
       assert.deepEqual(hangingBatches()[2]!.entries.map((entry) => entry.id.split(':')[1]).sort(), [...Array(5).fill('ins_h1'), ...Array(5).fill('ins_h2')], 'one batch across both, in the new run');
       await handle.terminate('test over');
     } finally {
-      for (const batch of batches) batch.end([]);
       await worker.stop();
     }
   });
