@@ -238,6 +238,26 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('batches receivers a hand-over says are prompt together from their first attempt, unless the run has seen them lag', async function () {
+    const { batches, worker } = await heldBatches();
+    const item = (event: number, installationId: string, prompt?: boolean) => ({ id: `evt_${event}:${installationId}`, installationId, ...(prompt && { prompt: true as const }) });
+    try {
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/prompt-hinted-${worker.taskQueue}`, args: [{ shard: 0, epochEndsAt: Date.now() + 60_000 }] });
+      await handle.signal(handOverSignal, [item(1, 'ins_p1', true), item(1, 'ins_p2', true), item(1, 'ins_lag')]);
+      await waitFor(async () => (batches.length === 2 ? true : undefined), 10_000, 'the first attempts');
+      assert.deepEqual(batches.map(installationsOf).sort(), [['ins_lag'], ['ins_p1', 'ins_p2']], 'the two hinted share a batch');
+      // ins_lag's receiver takes 2 s: a hint that it is prompt (a log read before that) does not move it.
+      for (const batch of batches) batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: entry.id.endsWith(':ins_lag') ? 2000 : 20 })));
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 0 ? true : undefined), 10_000, 'the answers taken');
+      await handle.signal(handOverSignal, [item(2, 'ins_p1', true), item(2, 'ins_p2', true), item(2, 'ins_lag', true)]);
+      await waitFor(async () => (batches.length === 4 ? true : undefined), 10_000, 'the second hand-over in two batches');
+      assert.deepEqual(batches.slice(2).map(installationsOf).sort(), [['ins_lag'], ['ins_p1', 'ins_p2']]);
+      await handle.terminate('test over');
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('keeps up to four partial batches of prompt receivers in flight side by side, and full ones up to sixteen', async function () {
     const { batches, worker } = await heldBatches();
     const answered = (batch: HeldBatch) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'delivered', statusCode: 200, tookMs: 10 })));

@@ -13,7 +13,7 @@ import { createAttemptSender, type AttemptSenderDependencies } from './attempt-s
 import { interruptedRecord, judge, notAttempted, observe } from './attempt-verdicts';
 import { batchCancellation, retryOf, timeOf, waitUntil } from './retry-clock';
 import { deliveriesAbsent } from '../metrics';
-import { failingOf } from '../webhooks/schedule';
+import { receiverStatesOf } from '../webhooks/schedule';
 import { deliversInOrder, sendIntervalMs, WEBHOOK_INTEGRATION } from '../installations/webhook';
 import { isNoRoom } from '../isolates/isolate-error';
 import { trace } from '@opentelemetry/api';
@@ -216,8 +216,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       const written = outcomes.filter((outcome): outcome is DeliveryOutcome => outcome !== undefined);
       await recorder.close();
       // Where its receivers stand, for shards of later epochs (see ShardItem's `failing`): a hint, its write never fails the batch.
-      const answers = written.filter((outcome) => outcome.attempt && endedAt.has(outcome.id)).map((outcome) => ({ installationId: deliveries.get(outcome.id)!.installationId, statusCode: outcome.attempt!.statusCode, error: outcome.attempt!.error }));
-      if (answers.length) await deps.attempts.noteReceivers(failingOf(answers)).catch((err: Error) => deps.logger.warn({ err: err.message }, 'receivers’ failing state not written; the next batch writes it'));
+      const answers = written.filter((outcome) => outcome.attempt && endedAt.has(outcome.id)).map((outcome) => ({ installationId: deliveries.get(outcome.id)!.installationId, statusCode: outcome.attempt!.statusCode, error: outcome.attempt!.error, tookMs: took.get(outcome.id) }));
+      if (answers.length) await deps.attempts.noteReceivers(receiverStatesOf(answers)).catch((err: Error) => deps.logger.warn({ err: err.message }, 'receivers’ failing state not written; the next batch writes it'));
       // Not handed to the line, they are still pending in the log: the stranded sweep hands them over again.
       if (toLine.length) await deps.handOver?.(toLine).catch((err: Error) => deps.logger.warn({ err: err.message, deliveries: toLine.length }, 'deliveries of an ordered installation not handed to its line; the stranded sweep will'));
       // What it left to the newer run is not in its answer, which the shard would take as finished: it fails, cancelled, instead.

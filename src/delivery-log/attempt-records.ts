@@ -3,7 +3,7 @@ import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
 import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
 import { recordFailingKind, recordHealth, type HealthChange } from './receiver-health';
-import type { FailingKind } from '../webhooks/schedule';
+import type { ReceiverState } from '../webhooks/schedule';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
 /** An attempt's key in recordStarted's answer. */
@@ -26,7 +26,7 @@ export class AttemptRecords {
   /** Installations known to have a health row in the log (see recordHealth). */
   private readonly healthRows = new Set<string>();
   /** What this process last wrote of receivers' `failing_now` (see recordFailingKind). */
-  private readonly failingNowWritten = new Map<string, { state: FailingKind | null; at: number }>();
+  private readonly failingNowWritten = new Map<string, { state: ReceiverState; at: number }>();
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -179,8 +179,8 @@ export class AttemptRecords {
     return recordHealth(this.db, this.healthRows, finished, now);
   }
 
-  /** Where an attempt batch left its installations' receivers: failing (how) or answering (null). */
-  async noteReceivers(states: Map<string, FailingKind | null>, now = Date.now()): Promise<void> {
+  /** Where an attempt batch left its installations' receivers: failing (how), prompt, or answering (null). */
+  async noteReceivers(states: Map<string, ReceiverState>, now = Date.now()): Promise<void> {
     await recordFailingKind(this.db, this.failingNowWritten, states, now);
   }
 

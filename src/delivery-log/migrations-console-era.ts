@@ -44,4 +44,11 @@ export const consoleEraMigrations: Record<string, DialectMigration> = {
       await db.schema.createIndex('installation_health_failing_now').on('installation_health').column('installation_id').where(sql.ref('failing_now'), 'is not', null).execute();
     },
   },
+  '0015-receivers-state-written-at': {
+    // When an installation's `failing_now` (now also 'prompt': it answered within 500 ms) was last written: API processes read what changed since their last read, not every receiver's each second.
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('installation_health').addColumn('failing_now_at', 'bigint').execute();
+      await db.schema.createIndex('installation_health_failing_now_at').on('installation_health').column('failing_now_at').execute();
+    },
+  },
 };

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema';
 import type { DeliveryOutcome } from './types';
-import type { FailingKind } from '../webhooks/schedule';
+import type { ReceiverState } from '../webhooks/schedule';
 
 /** An installation whose receiver failed deliveries in a write: where its failures in a row stand after it. */
 export interface HealthChange {
@@ -101,12 +101,13 @@ async function writeHealth(db: Kysely<Schema>, known: Set<string>, inserted: str
 }
 
 /**
- * Where receivers stand after an attempt batch: how each installation's receiver failed all
- * the attempts the batch made (a FailingKind), or null once one was answered. Only changes
+ * Where receivers stand after an attempt batch (a ReceiverState: how each installation's
+ * receiver failed all the attempts the batch made, or that it answered them promptly, or
+ * null), with when it was written (what API processes read, see ReceiverStates). Only changes
  * are written (`written`: what this process wrote, trusted for a minute), so receivers
  * that keep failing, or keep answering, cost nothing; all in one transaction, in one order.
  */
-export async function recordFailingKind(db: Kysely<Schema>, written: Map<string, { state: FailingKind | null; at: number }>, states: Map<string, FailingKind | null>, now: number): Promise<void> {
+export async function recordFailingKind(db: Kysely<Schema>, written: Map<string, { state: ReceiverState; at: number }>, states: Map<string, ReceiverState>, now: number): Promise<void> {
   const changed = [...states].filter(([installationId, state]) => {
     const last = written.get(installationId);
     return !last || last.state !== state || now - last.at > FAILING_NOW_TRUSTED_MS;
@@ -115,7 +116,7 @@ export async function recordFailingKind(db: Kysely<Schema>, written: Map<string,
   changed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   await db.transaction().execute(async (trx) => {
     for (const [installationId, state] of changed) {
-      await trx.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_now: state }).onConflict((oc) => oc.column('installation_id').doUpdateSet({ failing_now: state })).execute();
+      await trx.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_now: state, failing_now_at: now }).onConflict((oc) => oc.column('installation_id').doUpdateSet({ failing_now: state, failing_now_at: now })).execute();
     }
   });
   // A process's memory of installations, bounded: forgetting only costs a write.

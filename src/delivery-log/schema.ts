@@ -109,8 +109,10 @@ export interface InstallationHealthTable {
   last_failure_at: number | null;
   last_failure_status: number | null;
   last_failure_error: string | null;
-  /** How the receiver failed every attempt of the installation's last write of outcomes ('slow' or 'fast', see FailingKind); null once it answered. */
+  /** Where the receiver stood after the installation's last attempt batch ('slow' or 'fast': failing, see FailingKind; 'prompt'; null: answering). */
   failing_now: string | null;
+  /** When `failing_now` was last written (ms since 1970). */
+  failing_now_at: number | null;
 }
 
 /** The next send slot of an installation with a `max_per_second` (see PaceRecords). */

@@ -10,7 +10,7 @@ import { planDeliveries } from './fanout';
 import { GroupCommit } from '../group-commit';
 import { deliveriesFinished, deliveriesHeld, eventsIngested, reasonLabel } from '../metrics';
 import { ENGINE_DEADLINE_MS, type ShardClient } from './shard-client';
-import type { FailingReceivers } from './failing-receivers';
+import type { ReceiverStates } from './receiver-states';
 import { inSpan, linksTo, traceparentOf, tracer } from '../tracing';
 import { settleAll } from '../settle-all';
 
@@ -67,8 +67,8 @@ export class IngestService {
     private readonly log: EventRecords,
     private readonly installations: InstallationIndex,
     private readonly shards: ShardClient,
-    /** Receivers failing now, handed to shards beside their deliveries (none told: every shard finds out itself). */
-    private readonly failing?: Pick<FailingReceivers, 'kindOf'>,
+    /** Where receivers stand now (failing, prompt), handed to shards beside their deliveries (none told: every shard finds out itself). */
+    private readonly receivers?: Pick<ReceiverStates, 'stateOf'>,
   ) {
     this.commits = Array.from({ length: shards.shards }, (_, shard) => new GroupCommit((events) => this.flush(shard, events), FLUSH_EVENTS));
   }
@@ -175,8 +175,8 @@ export class IngestService {
     const groups = new Map<string, { shard: number; epoch: number; items: ShardItem[] }>();
     for (const { id, eventId, installationId, createdAt, trace } of deliveries.filter((delivery) => !lines.has(delivery.installationId))) {
       const [shard, epoch] = [this.shardOf(eventId), this.shards.epochOf(createdAt)];
-      const failing = this.failing?.kindOf(installationId);
-      const item = { id, installationId, ...(trace && { trace }), ...(failing && { failing }) };
+      const state = this.receivers?.stateOf(installationId);
+      const item = { id, installationId, ...(trace && { trace }), ...(state === 'prompt' ? { prompt: true as const } : state && { failing: state }) };
       const group = groups.get(`${shard}/${epoch}`);
       if (group) group.items.push(item);
       else groups.set(`${shard}/${epoch}`, { shard, epoch, items: [item] });

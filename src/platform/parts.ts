@@ -10,7 +10,7 @@ import { connectClient } from '../temporal/client';
 import { EncryptionCodec } from '../temporal/codec';
 import { assertKeysOpen } from '../temporal/key-probe';
 import { DIRECTORY_WORKFLOW_ID } from '../workflows/directory';
-import { FailingReceivers } from '../ingest/failing-receivers';
+import { ReceiverStates } from '../ingest/receiver-states';
 import { IngestService } from '../ingest/ingest-service';
 import { ShardClient, type ShardLimits } from '../ingest/shard-client';
 import { createIntegrationRuntime } from '../isolates';
@@ -92,7 +92,7 @@ export async function buildParts(settings: PartsSettings, started: StartedParts)
     stores,
   });
   const isolates = await started.add('the isolates', pool, (running) => running.close());
-  const failing = new FailingReceivers(() => stores.health.failingNow());
+  const failing = new ReceiverStates((since) => stores.health.receiverStates(since));
   const ingest = new IngestService(stores.events, stores.installations, new ShardClient(client, settings.taskQueue, settings.deliveryShards, settings.shardLimits), failing);
   return { settings, codec, client, stores, runtime, isolates, ingest };
 }

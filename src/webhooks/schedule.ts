@@ -37,6 +37,25 @@ export function failingOf(answers: { installationId: string; statusCode?: number
   return new Map([...byInstallation].map(([installationId, all]) => [installationId, all.every(receiverFailed) ? (all.every((answer) => answer.error === 'timeout') ? 'slow' : 'fast') : null]));
 }
 
+/**
+ * A receiver that answered each attempt of a batch within this long of the attempt's time
+ * is prompt: a batch of prompt receivers returns soon enough that a retry it schedules
+ * still goes out on time (retries are started 1.5 s ahead).
+ */
+export const PROMPT_MS = 500;
+
+/** Where a receiver stands after a batch: failing (how), prompt (see PROMPT_MS), or answering. */
+export type ReceiverState = FailingKind | 'prompt' | null;
+
+/**
+ * Where a batch's attempts left each installation's receiver (see failingOf; `tookMs`: how
+ * long after its time an attempt ended, unknown for one recorded by an earlier run).
+ */
+export function receiverStatesOf(answers: { installationId: string; statusCode?: number; error?: string; tookMs?: number }[], interruptedCounts = false): Map<string, ReceiverState> {
+  const slow = new Set(answers.filter((answer) => answer.statusCode === undefined || (answer.tookMs ?? Infinity) > PROMPT_MS).map((answer) => answer.installationId));
+  return new Map([...failingOf(answers, interruptedCounts)].map(([installationId, failing]) => [installationId, failing ?? (slow.has(installationId) ? null : 'prompt')]));
+}
+
 export interface AttemptResult {
   startedAt: string;
   durationMs: number;

@@ -6,7 +6,7 @@ import { SHARED_LANE_BATCHES, SHARED_LANE_BATCHES_BEFORE_CAP, isRetryLane } from
 import { ShardState } from './shard-state';
 
 const isShardItem = (item: ShardItem | undefined): boolean =>
-  typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string') && (item.failing === undefined || item.failing === 'slow' || item.failing === 'fast');
+  typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string') && (item.failing === undefined || item.failing === 'slow' || item.failing === 'fast') && (item.prompt === undefined || item.prompt === true);
 
 /** How long after its epoch a shard workflow stays open for hand-overs sent late (the API's deadline is 1.5 s). */
 const EPOCH_GRACE_MS = 2000;
@@ -89,7 +89,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const sharedLaneBatches = sharesFailing && wf.patched('shared-lane-batches-4') ? SHARED_LANE_BATCHES : SHARED_LANE_BATCHES_BEFORE_CAP;
   // Before prompt receivers' first attempts shared a lane.
   const sharesPrompt = lanes && wf.patched('prompt-first-attempts');
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt }, hanging, new Map(sharesFailing ? input.failing : []));
+  // Before hand-overs said which receivers were prompt.
+  const promptHinted = sharesPrompt && hinted && wf.patched('prompt-hints');
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt, promptHinted }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.

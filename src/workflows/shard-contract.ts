@@ -19,6 +19,8 @@ export interface ShardItem {
    * other failing receivers' from its first attempt (see ShardState's `failing`).
    */
   failing?: FailingKind;
+  /** Its receiver answered all attempts of that batch promptly: batched with other prompt receivers' from its first attempt (see ShardState's `prompt`). */
+  prompt?: true;
 }
 
 export interface ShardEntry extends ShardItem {

@@ -1,4 +1,3 @@
-import type { AttemptBatchResult } from '../activities/attempt-batch';
 import type { FailingKind } from './shard-contract';
 
 /**
@@ -28,12 +27,6 @@ const RETRY_LANE_BATCHES = 8;
 export const SHARED_LANE_BATCHES = 4;
 /** Those of runs started before the cap was lowered. */
 export const SHARED_LANE_BATCHES_BEFORE_CAP = 16;
-/**
- * A receiver that answered each attempt of its last batch within this long of the attempt's
- * time is prompt (see ShardState's `prompt`): a batch of prompt receivers returns soon
- * enough that a retry it schedules still goes out on time (retries are started 1.5 s ahead).
- */
-const PROMPT_MS = 500;
 /**
  * The lane of prompt receivers' first attempts, and its batches in flight: full ones up to
  * 16 (a busy installation's pace), partial ones up to 4 side by side (a quiet one's events
@@ -70,6 +63,8 @@ export interface ShardRules {
   sharedLaneBatches: number;
   /** Prompt receivers' first attempts share a lane (`prompt-first-attempts`). */
   sharesPrompt: boolean;
+  /** Hand-overs' `prompt` put installations in it from their first attempt (`prompt-hints`). */
+  promptHinted: boolean;
 }
 
 export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');
@@ -84,19 +79,4 @@ export function mayAddBatch(lane: string, inFlight: number, ready: number, rules
   // Led retries when due, beside batches of the lane still waiting for their time; else a full one.
   if (rules.led && isRetryLane(lane)) return inFlight < RETRY_LANE_BATCHES;
   return ready >= BATCH && inFlight < LANE_BATCHES;
-}
-
-/**
- * Which installations of a batch's attempts answered each one promptly (PROMPT_MS): one that
- * failed without an answer, or whose time is not known (an earlier run's record), did not.
- */
-export function promptOf(installationOf: Map<string, string>, results: AttemptBatchResult[]): Map<string, boolean> {
-  const prompt = new Map<string, boolean>();
-  for (const result of results) {
-    const installation = installationOf.get(result.id);
-    if (installation === undefined || (result.statusCode === undefined && result.error === undefined)) continue;
-    const answeredInTime = result.statusCode !== undefined && (result.tookMs ?? Infinity) <= PROMPT_MS;
-    prompt.set(installation, (prompt.get(installation) ?? true) && answeredInTime);
-  }
-  return prompt;
 }

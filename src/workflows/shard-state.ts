@@ -1,7 +1,7 @@
 import type { AttemptBatchResult } from '../activities/attempt-batch';
 import { MAX_BACKLOG, type FailingKind, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
-import { failingOf } from '../webhooks/schedule';
-import { BATCH, isRetryLane, isSharedLane, mayAddBatch, PROMPT_LANE, promptOf, sharedLane, type ShardRules } from './shard-lanes';
+import { receiverStatesOf } from '../webhooks/schedule';
+import { BATCH, isRetryLane, isSharedLane, mayAddBatch, PROMPT_LANE, sharedLane, type ShardRules } from './shard-lanes';
 
 /**
  * What a run carries to the next stays under the server's 2 MB payload limit: past it the
@@ -42,10 +42,11 @@ export class ShardState {
    * (PROMPT_MS). Their first attempts share one lane across installations: 200
    * installations at an event a second each were 200 activities a second, a batch of one
    * delivery each, and took the machine (bench (g)'s control: another tenant's events
-   * p99 9.8 s; sharing, 0.3 s). Only a receiver this run has seen answer promptly joins:
-   * one that hangs or lags from the start never holds a shared batch; one that turns slow
-   * holds the batches it is in once (its attempt timeout at most), then has its own lanes
-   * back. Retries keep their installation's lanes. Not carried over: a run learns it anew.
+   * p99 9.8 s; sharing, 1.6 s). Only a receiver seen to answer promptly joins, by this
+   * run or, said by a hand-over's `prompt`, by a run before: one that hangs or lags from
+   * the start never holds a shared batch; one that turns slow holds the batches it is in
+   * once (its attempt timeout at most), then has its own lanes back. Retries keep their
+   * installation's lanes.
    */
   private readonly prompt = new Set<string>();
   /** Batches in flight per lane. */
@@ -124,6 +125,13 @@ export class ShardState {
     for (const item of items) {
       // What the log said of its receiver at hand-over, unless this run has seen one of its attempts since.
       if (this.rules.hinted && item.failing && !this.seen.has(item.installationId)) this.failing.set(item.installationId, item.failing);
+      // Newer than a failing hint: the receiver answered promptly since (and the other way round).
+      if (this.rules.promptHinted && !this.seen.has(item.installationId)) {
+        if (item.prompt) {
+          this.prompt.add(item.installationId);
+          this.failing.delete(item.installationId);
+        } else if (item.failing) this.prompt.delete(item.installationId);
+      }
       if (this.known.has(item.id)) continue;
       this.add({ id: item.id, installationId: item.installationId, ...(item.trace && { trace: item.trace }), attempt: 1, dueAt: 0 });
       added += 1;
@@ -142,8 +150,7 @@ export class ShardState {
   /** A batch's results: finished deliveries are forgotten, retries wait for their time. */
   settle(lane: string, entries: ShardEntry[], results: AttemptBatchResult[]): void {
     this.noteHanging(lane, results);
-    this.noteFailing(entries, results);
-    this.notePrompt(entries, results);
+    this.noteReceivers(entries, results);
     const byId = new Map(results.map((result) => [result.id, result]));
     for (const entry of entries) {
       const result = byId.get(entry.id);
@@ -165,21 +172,17 @@ export class ShardState {
     this.changed = true;
   }
 
-  private noteFailing(entries: ShardEntry[], results: AttemptBatchResult[]): void {
-    if (!this.rules.sharesFailing) return;
+  /** Where the batch left its installations' receivers: failing (their shared lanes), prompt (the prompt lane), or neither. */
+  private noteReceivers(entries: ShardEntry[], results: AttemptBatchResult[]): void {
+    const { sharesFailing, sharesPrompt, interruptionsFree } = this.rules;
+    if (!sharesFailing) return;
     const installationOf = new Map(entries.map((entry) => [entry.id, entry.installationId]));
     const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined));
-    for (const [installation, failing] of failingOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })), !this.rules.interruptionsFree)) {
+    for (const [installation, state] of receiverStatesOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })), !interruptionsFree)) {
       this.seen.add(installation);
-      if (failing) this.failing.set(installation, failing);
+      if (state === 'slow' || state === 'fast') this.failing.set(installation, state);
       else this.failing.delete(installation);
-    }
-  }
-
-  private notePrompt(entries: ShardEntry[], results: AttemptBatchResult[]): void {
-    if (!this.rules.sharesPrompt) return;
-    for (const [installation, prompt] of promptOf(new Map(entries.map((entry) => [entry.id, entry.installationId])), results)) {
-      if (prompt) this.prompt.add(installation);
+      if (sharesPrompt && state === 'prompt') this.prompt.add(installation);
       else this.prompt.delete(installation);
     }
   }

@@ -1,0 +1,49 @@
+import type { ReceiverState } from '../webhooks/schedule';
+
+/** How often, at most, the log is asked what changed. */
+const READ_EVERY_MS = 1000;
+/** How often every state is read again (a change missed by a read of changes, a clock apart, is mended then). */
+const READ_ALL_EVERY_MS = 60_000;
+/** A read of changes starts this long before the last read began: writes of other processes commit late, their clocks differ. */
+const OVERLAP_MS = 5000;
+
+/**
+ * Where installations' receivers stand (failing, and how; prompt), as the log said at most
+ * a second ago: hand-overs carry it to shards of later epochs (see ShardItem's `failing`
+ * and `prompt`). A hint, not a rule: asking never waits for the log (the last answer is
+ * given, a fresh read starts behind it), and a failed read keeps the last answer. After
+ * the first read, each reads only what was written since the last (prompt receivers are
+ * most of them); all are read again every minute.
+ */
+export class ReceiverStates {
+  private known = new Map<string, Exclude<ReceiverState, null>>();
+  private readAt = -Infinity;
+  private readAllAt = -Infinity;
+  private reading = false;
+
+  constructor(private readonly read: (since?: number) => Promise<Map<string, ReceiverState>>) {}
+
+  stateOf(installationId: string): ReceiverState | undefined {
+    this.refresh();
+    return this.known.get(installationId);
+  }
+
+  private refresh(): void {
+    const now = Date.now();
+    if (this.reading || now - this.readAt < READ_EVERY_MS) return;
+    const all = now - this.readAllAt >= READ_ALL_EVERY_MS;
+    const since = all ? undefined : this.readAt - OVERLAP_MS;
+    this.readAt = now;
+    this.reading = true;
+    this.read(since).then(
+      (states) => {
+        if (all) [this.known, this.readAllAt] = [new Map(), now];
+        for (const [installationId, state] of states) {
+          if (state) this.known.set(installationId, state);
+          else this.known.delete(installationId);
+        }
+      },
+      () => undefined,
+    ).finally(() => (this.reading = false));
+  }
+}
