@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema';
-import type { FailingKind, ReceiverState } from '../webhooks/schedule';
+import type { ReceiverState } from '../webhooks/schedule';
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
@@ -44,13 +44,11 @@ export class ReceiverHealthReads {
     await this.db.updateTable('installation_health').set({ consecutive_failures: 0, failing_since: null }).where('installation_id', '=', installationId).execute();
   }
 
-  /** The installations whose receivers failed every attempt of their last batch, and how (an index of those failing or prompt). */
-  async failingNow(): Promise<Map<string, FailingKind>> {
-    const rows = await this.db.selectFrom('installation_health').select(['installation_id', 'failing_now']).where('failing_now', 'in', ['slow', 'fast']).execute();
-    return new Map(rows.map((row) => [row.installation_id, row.failing_now as FailingKind]));
-  }
-
-  /** Where the receivers stand whose state was written at or after `since` (ms since 1970), null ones included; all that are not null without it. */
+  /**
+   * Where the receivers stand (see ReceiverState) whose state was written at or after
+   * `since` (ms since 1970), null ones included; without it, all that are not null (an
+   * index of those alone).
+   */
   async receiverStates(since?: number): Promise<Map<string, ReceiverState>> {
     const query = this.db.selectFrom('installation_health').select(['installation_id', 'failing_now']);
     const rows = await (since === undefined ? query.where('failing_now', 'is not', null) : query.where('failing_now_at', '>=', since)).execute();

@@ -4,7 +4,7 @@ import type { ReceiverState } from '../webhooks/schedule';
 const READ_EVERY_MS = 1000;
 /** How often every state is read again (a change missed by a read of changes, a clock apart, is mended then). */
 const READ_ALL_EVERY_MS = 60_000;
-/** A read of changes starts this long before the last read began: writes of other processes commit late, their clocks differ. */
+/** A read of changes starts this long before the last good read began: writes of other processes commit late, their clocks differ. */
 const OVERLAP_MS = 5000;
 
 /**
@@ -18,6 +18,8 @@ const OVERLAP_MS = 5000;
 export class ReceiverStates {
   private known = new Map<string, Exclude<ReceiverState, null>>();
   private readAt = -Infinity;
+  /** When the last read that answered began, and the last of all. */
+  private answeredFrom = -Infinity;
   private readAllAt = -Infinity;
   private reading = false;
 
@@ -32,11 +34,12 @@ export class ReceiverStates {
     const now = Date.now();
     if (this.reading || now - this.readAt < READ_EVERY_MS) return;
     const all = now - this.readAllAt >= READ_ALL_EVERY_MS;
-    const since = all ? undefined : this.readAt - OVERLAP_MS;
+    const since = all ? undefined : this.answeredFrom - OVERLAP_MS;
     this.readAt = now;
     this.reading = true;
     this.read(since).then(
       (states) => {
+        this.answeredFrom = now;
         if (all) [this.known, this.readAllAt] = [new Map(), now];
         for (const [installationId, state] of states) {
           if (state) this.known.set(installationId, state);
