@@ -42,8 +42,10 @@ describe('the embedded default supervises its dev server', function () {
     assert.notEqual(devServer(), killed, 'a new dev server');
     // The organization made before: its directory is there, and a worker takes the creation.
     // A 503 says "try again" (the new dev server slow to answer on a busy machine: CI run 71); anything else is the answer.
+    // Each try a new id: one that timed out may still have been created.
+    let tries = 0;
     const joined = await waitFor(async () => {
-      const tried = await answer(base, 'POST', '/v1/users', adminToken, { id: `${org}-u`, orgs: [org] });
+      const tried = await answer(base, 'POST', '/v1/users', adminToken, { id: `${org}-u${(tries += 1)}`, orgs: [org] });
       return tried.status === 503 ? undefined : tried;
     }, 60_000, 'the user created', 1000);
     assert.equal(joined.status, 201, JSON.stringify(joined.body));
