@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
 import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
-import { recordFailingKind, recordHealth, type HealthChange } from './receiver-health';
+import { recordReceiverStates, recordHealth, type HealthChange } from './receiver-health';
 import type { ReceiverState } from '../webhooks/schedule';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
@@ -25,8 +25,8 @@ const storableText = (text: string | undefined): string | null => (text === unde
 export class AttemptRecords {
   /** Installations known to have a health row in the log (see recordHealth). */
   private readonly healthRows = new Set<string>();
-  /** What this process last wrote of receivers' `failing_now` (see recordFailingKind). */
-  private readonly failingNowWritten = new Map<string, { state: ReceiverState; at: number }>();
+  /** What this process last wrote of receivers' states (`failing_now`, see recordReceiverStates). */
+  private readonly receiverStatesWritten = new Map<string, { state: ReceiverState; at: number }>();
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -181,7 +181,7 @@ export class AttemptRecords {
 
   /** Where an attempt batch left its installations' receivers: failing (how), prompt, or answering (null). */
   async noteReceivers(states: Map<string, ReceiverState>, now = Date.now()): Promise<void> {
-    await recordFailingKind(this.db, this.failingNowWritten, states, now);
+    await recordReceiverStates(this.db, this.receiverStatesWritten, states, now);
   }
 
   private changeOf(outcome: DeliveryOutcome, run: { workflowId: string; runId: string }, now: number): DeliveryChange {

@@ -107,7 +107,7 @@ async function writeHealth(db: Kysely<Schema>, known: Set<string>, inserted: str
  * are written (`written`: what this process wrote, trusted for a minute), so receivers
  * that keep failing, or keep answering, cost nothing; all in one transaction, in one order.
  */
-export async function recordFailingKind(db: Kysely<Schema>, written: Map<string, { state: ReceiverState; at: number }>, states: Map<string, ReceiverState>, now: number): Promise<void> {
+export async function recordReceiverStates(db: Kysely<Schema>, written: Map<string, { state: ReceiverState; at: number }>, states: Map<string, ReceiverState>, now: number): Promise<void> {
   const changed = [...states].filter(([installationId, state]) => {
     const last = written.get(installationId);
     return !last || last.state !== state || now - last.at > FAILING_NOW_TRUSTED_MS;
