@@ -32,8 +32,8 @@ describe('receivers failing or prompt now, from the attempts to the hand-over', 
         const known = await platform.stores.health.receiverStates();
         return known.get(failing.id) && known.get(healthy.id) ? known : undefined;
       }, 20_000, 'both receivers written');
-      assert.equal(states.get(failing.id), 'fast');
-      assert.equal(states.get(healthy.id), 'prompt', 'answered within 500 ms of its time');
+      assert.equal(states.get(failing.id)?.state, 'fast');
+      assert.equal(states.get(healthy.id)?.state, 'prompt', 'answered within 500 ms of its time');
 
       // Ingest hands it over with each delivery, to a recording stand-in of the engine.
       const handedOver: ShardItem[] = [];
@@ -57,7 +57,7 @@ describe('receivers failing or prompt now, from the attempts to the hand-over', 
       const patched = await platform.http('PATCH', `/v1/installations/${failing.id}/configuration`, { token: tenant.token, body: { webhook_url: receiver.url } });
       assert.equal(patched.status, 200, JSON.stringify(patched.body));
       await platform.admin('POST', '/v1/events', spaceEvent(tenant.org, 'refused'));
-      await waitFor(async () => ((await platform.stores.health.receiverStates()).get(failing.id) === 'fast' ? undefined : true), 20_000, 'the failing state cleared');
+      await waitFor(async () => ((await platform.stores.health.receiverStates()).get(failing.id)?.state === 'fast' ? undefined : true), 20_000, 'the failing state cleared');
       // The hint follows by a read of what changed since the last (not of every receiver): prompt now.
       assert.equal(await waitFor(async () => ((await hintOf('refused', failing.id)) === 'prompt' ? 'prompt' : undefined), 10_000, 'the new hint', 500), 'prompt');
       assert.equal(reads[0], undefined, 'the first read takes all');

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { ReceiverStanding } from '../src/delivery-log/health-reads';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { closedPortUrl, ScriptedReceiver } from './support/receiver';
 import { runWorkerOf } from './support/worker-outage';
@@ -15,7 +16,7 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
   let installationId: string;
   /** An installation whose receiver refuses connections: the hints this run writes, seen (the check below is not vacuous). */
   let refusedId: string;
-  let failingAfterStop: Map<string, string | null>;
+  let failingAfterStop: Map<string, ReceiverStanding>;
 
   before(async function () {
     this.timeout(120_000);
@@ -24,7 +25,7 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
     tenant = await platform.tenant();
     refusedId = (await platform.webhook(tenant.token, { org: tenant.org, space: 'refused' }, await closedPortUrl(), { space_content_updated: true })).id;
     await platform.ingest(spaceEvent(tenant.org, 'refused'));
-    await waitFor(async () => ((await platform.stores.health.receiverStates()).get(refusedId) === 'fast' ? true : undefined), 30_000, 'the refused receiver written as failing');
+    await waitFor(async () => ((await platform.stores.health.receiverStates()).get(refusedId)?.state === 'fast' ? true : undefined), 30_000, 'the refused receiver written as failing');
     installationId = (await platform.webhook(tenant.token, { org: tenant.org, space: 'stop' }, receiver.url, { space_content_updated: true })).id;
     const ingest = await platform.ingest(spaceEvent(tenant.org, 'stop'));
     await waitFor(async () => (receiver.requests.length === 1 ? true : undefined), 30_000, 'the first request');
@@ -52,8 +53,8 @@ describe('a worker stopped gracefully while an attempt hangs', function () {
   });
 
   it('does not take the interruption (the platform’s failure) for its receiver failing', function () {
-    assert.equal(failingAfterStop.get(refusedId), 'fast', 'a receiver that refuses is written as failing in the same run');
-    assert.ok(!['slow', 'fast'].includes(failingAfterStop.get(installationId) ?? ''), `written ${failingAfterStop.get(installationId)}`);
+    assert.equal(failingAfterStop.get(refusedId)?.state, 'fast', 'a receiver that refuses is written as failing in the same run');
+    assert.ok(!['slow', 'fast'].includes(failingAfterStop.get(installationId)?.state ?? ''), `written ${failingAfterStop.get(installationId)?.state}`);
   });
 
   it('holds one attempt for each request the receiver saw', function () {

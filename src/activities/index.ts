@@ -1,4 +1,4 @@
-import { heartbeat } from '@temporalio/activity';
+import { activityInfo, heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from '../contracts/installation';
@@ -12,6 +12,7 @@ import type { DirectoryIndex } from '../delivery-log/directory-index';
 import type { IntegrationLogStore } from '../delivery-log/integration-logs';
 import { createAttemptBatch, type AttemptBatchDependencies } from './attempt-batch';
 import { createAutoPause } from './auto-pause';
+import { createHeldRelease } from './held-release';
 import { createLineDrain } from './ordered-line';
 import { createOperationActivities, type OperationDependencies } from './operations';
 import { planOperationalDeliveries, type OperationalEvent } from '../installations/operational-events';
@@ -68,6 +69,7 @@ const ROLLOUT_PAGE = 100;
 const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === FailureType.notFound;
 
 export function createActivities(deps: ActivityDependencies) {
+  const releaseHeld = createHeldRelease(deps);
   const attemptDeliveries = createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps), handOver: (deliveries) => deps.ingest.handOverRecorded(deliveries) });
   return {
     attemptDeliveries,
@@ -124,8 +126,8 @@ export function createActivities(deps: ActivityDependencies) {
     async resumeStranded(after?: PageCursor): Promise<{ found: number; next?: PageCursor }> {
       const stranded = await deps.sweeps.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
       const overdue = await deps.sweeps.overdueRetries(Date.now() - OVERDUE_RETRY_AFTER_MS, STRANDED_PER_SWEEP);
-      // Held for an installation no longer paused, after its release looked: pending again, with the overdue.
-      overdue.push(...(await deps.sweeps.releaseStrandedHeld(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP)));
+      // Held for an installation not paused: released if its receiver answers, one tried (with the overdue) if not.
+      overdue.push(...(await releaseHeld(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, activityInfo().taskQueue)));
       if (overdue.length) deps.logger.warn({ overdue: overdue.length, ids: overdue.slice(0, 10).map((delivery) => delivery.id) }, 'retries overdue by far handed to their shards again: a shard run ended without them');
       await deps.ingest.handOverRecorded([...stranded, ...overdue]).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length, overdue: overdue.length }, 'stranded deliveries not all handed over; the next pass tries again'));
       const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;

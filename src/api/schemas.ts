@@ -153,6 +153,7 @@ export const deliverySchema: SchemaObject = {
     completedAt: { type: 'string' },
     skipReason: { type: 'string' },
     failureReason: { type: 'string' },
+    heldReason: { type: 'string', description: 'receiver_failing: held (its installation active) while its receiver fails every attempt; it goes out on its own once the receiver answers again' },
     replayOf: { type: 'string' },
     attemptCount: { type: 'integer' },
     workflow: { ...workflowLinkSchema, description: 'The delivery shard run that made its last attempt; url opens it in the Temporal UI (PLATFORM_TEMPORAL_UI_URL)' },

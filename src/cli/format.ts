@@ -29,6 +29,8 @@ export interface DeliveryRow {
   createdAt: string;
   url?: string;
   skipReason?: string;
+  failureReason?: string;
+  heldReason?: string;
   replayOf?: string;
   attempts?: AttemptRow[];
 }
@@ -57,7 +59,7 @@ export function outcome(attempt: AttemptRow): string {
 export function deliveryDetail(delivery: DeliveryRow): string {
   const lines = [
     `Delivery  ${delivery.id}`,
-    `Status    ${delivery.status}${delivery.skipReason ? ` (${delivery.skipReason})` : ''}`,
+    `Status    ${delivery.status}${[delivery.skipReason, delivery.failureReason, delivery.heldReason].filter(Boolean).map((reason) => ` (${reason})`).join('')}`,
     `Event     ${delivery.eventType}`,
     `URL       ${delivery.url ?? ''}`,
     `Created   ${delivery.createdAt}`,

@@ -122,6 +122,7 @@ export class DeliveryReads {
       ...(row.completed_at !== null && { completedAt: iso(row.completed_at) }),
       ...(status === 'skipped' && row.reason !== null && { skipReason: row.reason }),
       ...(status === 'failed' && row.reason !== null && { failureReason: row.reason }),
+      ...(status === 'held' && row.reason !== null && { heldReason: row.reason }),
       ...(row.replay_of !== null && { replayOf: row.replay_of }),
       attemptCount: row.attempts,
       ...this.linkOf(row.workflow_id, row.run_id),

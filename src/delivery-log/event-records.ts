@@ -111,7 +111,7 @@ export class EventRecords {
       event_type: delivery.eventType,
       url: delivery.url ?? null,
       status: delivery.skipReason ? 'skipped' : delivery.held ? 'held' : 'pending',
-      reason: delivery.skipReason ?? null,
+      reason: delivery.skipReason ?? delivery.heldReason ?? null,
       body: this.encryption.seal(delivery.body),
       attempts: 0,
       replay_of: delivery.replayOf ?? null,

@@ -30,6 +30,12 @@ export interface ReceiverHealth {
   last24h: StatusCounts & { successRate: number | null; latencyMs: { p50: number; p95: number; attempts: number } | null; hourly: (StatusCounts & { hour: string })[] };
 }
 
+/** Where a receiver stands now (see ReceiverState), and since when it has been failing, if it is. */
+export interface ReceiverStanding {
+  state: ReceiverState;
+  failingFrom?: number;
+}
+
 const noDeliveries = (): StatusCounts => ({ delivered: 0, failed: 0, pending: 0, held: 0, skipped: 0 });
 
 /** The value below which `share` of the sorted values lie (nearest rank). */
@@ -45,14 +51,14 @@ export class ReceiverHealthReads {
   }
 
   /**
-   * Where the receivers stand (see ReceiverState) whose state was written at or after
+   * Where the receivers stand (see ReceiverStanding) whose state was written at or after
    * `since` (ms since 1970), null ones included; without it, all that are not null (an
    * index of those alone).
    */
-  async receiverStates(since?: number): Promise<Map<string, ReceiverState>> {
-    const query = this.db.selectFrom('installation_health').select(['installation_id', 'failing_now']);
+  async receiverStates(since?: number): Promise<Map<string, ReceiverStanding>> {
+    const query = this.db.selectFrom('installation_health').select(['installation_id', 'failing_now', 'failing_now_from']);
     const rows = await (since === undefined ? query.where('failing_now', 'is not', null) : query.where('failing_now_at', '>=', since)).execute();
-    return new Map(rows.map((row) => [row.installation_id, row.failing_now as ReceiverState]));
+    return new Map(rows.map((row) => [row.installation_id, { state: row.failing_now as ReceiverState, ...(row.failing_now_from !== null && { failingFrom: Number(row.failing_now_from) }) }]));
   }
 
   /**

@@ -26,29 +26,33 @@ export class LogSweeps {
   }
 
   /**
-   * Held deliveries recorded before `before` whose installation is no longer paused and
-   * has no release running (an ingest flush that read it paused and committed after its
-   * resume's release looked), up to `limit`: pending again, to be handed to their shards.
+   * Installations not paused that have deliveries held since before `before`, and no
+   * release of theirs running, up to `limit`: those held while their receiver failed
+   * (RECEIVER_FAILING), and those a resume's release missed (an ingest flush that read
+   * the installation paused and committed after the release looked). Each with when its
+   * oldest was recorded and whether its receiver is failing now.
    */
-  async releaseStrandedHeld(before: number, limit: number, now = Date.now()): Promise<PendingDelivery[]> {
-    const stranded = await this.db
+  async heldOfActive(before: number, limit: number): Promise<{ installationId: string; organizationId: string; oldest: number; failing: boolean }[]> {
+    const rows = await this.db
       .selectFrom('deliveries')
-      .select('id')
-      .where('status', '=', 'held')
-      .where('created_at', '<', before)
-      .where('installation_id', 'in', (eb) => eb.selectFrom('installations').select('id').where('status', '!=', 'paused'))
+      .leftJoin('installation_health', 'installation_health.installation_id', 'deliveries.installation_id')
+      .select(['deliveries.installation_id', 'deliveries.organization_id', 'installation_health.failing_now', (eb) => eb.fn.min<number>('deliveries.created_at').as('oldest')])
+      .where('deliveries.status', '=', 'held')
+      .where('deliveries.installation_id', 'in', (eb) => eb.selectFrom('installations').select('id').where('status', '!=', 'paused'))
       .where(({ not, exists, selectFrom }) => not(exists(selectFrom('operations').select('operations.id').whereRef('operations.installation_id', '=', 'deliveries.installation_id').where('operations.kind', '=', 'release_held').where('operations.status', '=', 'running'))))
+      .groupBy(['deliveries.installation_id', 'deliveries.organization_id', 'installation_health.failing_now'])
+      .having((eb) => eb.fn.min('deliveries.created_at'), '<', before)
       .limit(limit)
       .execute();
-    if (stranded.length === 0) return [];
-    const released = await this.db
-      .updateTable('deliveries')
-      .set({ status: 'pending', updated_at: now })
-      .where('id', 'in', stranded.map((row) => row.id))
-      .where('status', '=', 'held')
-      .returning([...PENDING_COLUMNS])
-      .execute();
-    return released.map(pendingDelivery);
+    return rows.map((row) => ({ installationId: row.installation_id, organizationId: row.organization_id, oldest: Number(row.oldest), failing: row.failing_now === 'slow' || row.failing_now === 'fast' }));
+  }
+
+  /** An installation's oldest held delivery, pending again (one try of a receiver still failing); none if nothing is held. */
+  async releaseOldestHeld(installationId: string, now = Date.now()): Promise<PendingDelivery | undefined> {
+    const oldest = await this.db.selectFrom('deliveries').select('id').where('installation_id', '=', installationId).where('status', '=', 'held').orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+    if (!oldest) return undefined;
+    const released = await this.db.updateTable('deliveries').set({ status: 'pending', updated_at: now }).where('id', '=', oldest.id).where('status', '=', 'held').returning([...PENDING_COLUMNS]).executeTakeFirst();
+    return released && pendingDelivery(released);
   }
 
   private async pendingRecordedBefore(which: 'never attempted' | 'attempted', before: number, limit: number, after?: PageCursor): Promise<PendingDelivery[]> {

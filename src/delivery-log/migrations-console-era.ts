@@ -51,4 +51,15 @@ export const consoleEraMigrations: Record<string, DialectMigration> = {
       await db.schema.createIndex('installation_health_failing_now_at').on('installation_health').column('failing_now_at').execute();
     },
   },
+  '0016-receivers-failing-from-and-holds': {
+    // When a receiver began failing (kept while it goes on failing, null once it answers), and
+    // which installations' new events are held while it has failed long enough (webhooks not
+    // ordered and not opted out of auto-pause; the configuration is sealed, so existing ones
+    // start with the default, on, and the next change of one opted out writes it off).
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('installation_health').addColumn('failing_now_from', 'bigint').execute();
+      await db.schema.alterTable('installations').addColumn('holds_while_failing', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.updateTable('installations').set({ holds_while_failing: 1 }).where('integration', '=', 'webhook').where('ordered', '=', 0).execute();
+    },
+  },
 };

@@ -116,7 +116,13 @@ export async function recordReceiverStates(db: Kysely<Schema>, written: Map<stri
   changed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   await db.transaction().execute(async (trx) => {
     for (const [installationId, state] of changed) {
-      await trx.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_now: state, failing_now_at: now }).onConflict((oc) => oc.column('installation_id').doUpdateSet({ failing_now: state, failing_now_at: now })).execute();
+      const from = state === 'slow' || state === 'fast' ? now : null;
+      await trx
+        .insertInto('installation_health')
+        .values({ installation_id: installationId, consecutive_failures: 0, failing_now: state, failing_now_at: now, failing_now_from: from })
+        // Failing on from failing (slow or fast), it keeps when it began: what holds its new events is how long.
+        .onConflict((oc) => oc.column('installation_id').doUpdateSet({ failing_now: state, failing_now_at: now, failing_now_from: from === null ? null : sql<number>`coalesce(installation_health.failing_now_from, ${from})` }))
+        .execute();
     }
   });
   // A process's memory of installations, bounded: forgetting only costs a write.

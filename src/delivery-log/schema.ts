@@ -93,6 +93,8 @@ export interface InstallationsTable {
   pause: string | null;
   /** 1 when its deliveries go through its ordered line. */
   ordered: number;
+  /** 1 when its new events are held while its receiver fails (see holdsWhileFailing). */
+  holds_while_failing: number;
 }
 
 /**
@@ -113,6 +115,8 @@ export interface InstallationHealthTable {
   failing_now: string | null;
   /** When `failing_now` was last written (ms since 1970). */
   failing_now_at: number | null;
+  /** When the receiver began failing ('slow' or 'fast' since then, whichever); null while it is not. */
+  failing_now_from: number | null;
 }
 
 /** The next send slot of an installation with a `max_per_second` (see PaceRecords). */

@@ -1,8 +1,14 @@
 import type { AttemptResult } from '../webhooks/schedule';
 
-/** `held`: accepted for an installation the platform paused, kept unattempted until a resume delivers or drops it. */
+/**
+ * `held`: accepted for an installation the platform paused, kept unattempted until a resume
+ * delivers or drops it; or, reason `receiver_failing`, for one whose receiver has been
+ * failing every attempt a while, until it answers again (see ReceiverStates.holding).
+ */
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'skipped', 'held'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+/** Why a delivery of an active installation is held: its receiver has been failing every attempt. */
+export const RECEIVER_FAILING = 'receiver_failing';
 
 /** One attempt as recorded: the attempt's result without the Retry-After it carried, plus the wait chosen after it. */
 export type AttemptRecord = Omit<AttemptResult, 'retryAfterMs'> & {
@@ -31,6 +37,8 @@ export interface DeliverySummary {
   skipReason?: string;
   /** Why a delivery failed without a receiver's answer deciding it. */
   failureReason?: string;
+  /** Why a delivery is held when its installation is not paused (receiver_failing). */
+  heldReason?: string;
   replayOf?: string;
   attemptCount: number;
   workflow?: WorkflowLink;
@@ -55,8 +63,9 @@ export interface NewDelivery {
   url?: string;
   /** Set when fan-out already knows no attempt must be made (a paused installation). */
   skipReason?: string;
-  /** Kept unattempted until its installation, paused by the platform, is resumed. */
+  /** Kept unattempted until its installation, paused by the platform, is resumed (or its receiver answers again: `heldReason`). */
   held?: true;
+  heldReason?: string;
   replayOf?: string;
 }
 

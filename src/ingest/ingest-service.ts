@@ -67,8 +67,8 @@ export class IngestService {
     private readonly log: EventRecords,
     private readonly installations: InstallationIndex,
     private readonly shards: ShardClient,
-    /** Where receivers stand now (failing, prompt), handed to shards beside their deliveries (none told: every shard finds out itself). */
-    private readonly receivers?: Pick<ReceiverStates, 'stateOf'>,
+    /** Where receivers stand now (failing, prompt), handed to shards beside their deliveries, and whose new events are held (none told: every shard finds out itself, nothing is held). */
+    private readonly receivers?: Pick<ReceiverStates, 'stateOf' | 'holding'>,
   ) {
     this.commits = Array.from({ length: shards.shards }, (_, shard) => new GroupCommit((events) => this.flush(shard, events), FLUSH_EVENTS));
   }
@@ -108,7 +108,7 @@ export class IngestService {
     const traces = new Map<string, string | undefined>();
     for (const { event, trace } of submitted) {
       if (planned.has(event.eventId)) continue;
-      planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations.get(event.organizationId) ?? []) });
+      planned.set(event.eventId, { eventId: event.eventId, organizationId: event.organizationId, eventType: event.type, deliveries: planDeliveries(event, event.eventId, installations.get(event.organizationId) ?? [], (id) => this.receivers?.holding(id) ?? false) });
       traces.set(event.eventId, trace);
     }
     // The hand-over may take as long as the latest of its requests may wait, no longer: a hung one frees the shard's flush for those behind it.

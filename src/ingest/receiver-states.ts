@@ -1,3 +1,4 @@
+import type { ReceiverStanding } from '../delivery-log/health-reads';
 import type { ReceiverState } from '../webhooks/schedule';
 
 /** How often, at most, the log is asked what changed. */
@@ -6,28 +7,45 @@ const READ_EVERY_MS = 1000;
 const READ_ALL_EVERY_MS = 60_000;
 /** A read of changes starts this long before the last good read began: writes of other processes commit late, their clocks differ. */
 const OVERLAP_MS = 5000;
+/**
+ * How long a receiver fails every attempt before its installation's new events are held:
+ * the attempt timeout, so that one slow batch, or a deploy's few seconds of 503s, holds
+ * nothing.
+ */
+export const HOLD_AFTER_MS = 10_000;
 
 /**
- * Where installations' receivers stand (failing, and how; prompt), as the log said at most
- * a second ago: hand-overs carry it to shards of later epochs (see ShardItem's `failing`
- * and `prompt`). A hint, not a rule: asking never waits for the log (the last answer is
+ * Where installations' receivers stand (failing, and how, and since when; prompt), as the
+ * log said at most a second ago: hand-overs carry it to shards of later epochs (see
+ * ShardItem's `failing` and `prompt`), and fan-out holds the new events of those failing
+ * long enough. A hint, not a rule: asking never waits for the log (the last answer is
  * given, a fresh read starts behind it), and a failed read keeps the last answer. After
  * the first read, each reads only what was written since the last (prompt receivers are
  * most of them); all are read again every minute.
  */
 export class ReceiverStates {
-  private known = new Map<string, Exclude<ReceiverState, null>>();
+  private known = new Map<string, ReceiverStanding>();
   private readAt = -Infinity;
   /** When the last read that answered began, and the last of all. */
   private answeredFrom = -Infinity;
   private readAllAt = -Infinity;
   private reading = false;
 
-  constructor(private readonly read: (since?: number) => Promise<Map<string, ReceiverState>>) {}
+  constructor(
+    private readonly read: (since?: number) => Promise<Map<string, ReceiverStanding>>,
+    private readonly holdAfterMs = HOLD_AFTER_MS,
+  ) {}
 
   stateOf(installationId: string): ReceiverState | undefined {
     this.refresh();
-    return this.known.get(installationId);
+    return this.known.get(installationId)?.state;
+  }
+
+  /** Whether its receiver has failed every attempt for holdAfterMs: its new events are held (see holdsWhileFailing). */
+  holding(installationId: string, now = Date.now()): boolean {
+    this.refresh();
+    const standing = this.known.get(installationId);
+    return (standing?.state === 'slow' || standing?.state === 'fast') && standing.failingFrom !== undefined && now - standing.failingFrom >= this.holdAfterMs;
   }
 
   private refresh(): void {
@@ -41,8 +59,8 @@ export class ReceiverStates {
       (states) => {
         this.answeredFrom = now;
         if (all) [this.known, this.readAllAt] = [new Map(), now];
-        for (const [installationId, state] of states) {
-          if (state) this.known.set(installationId, state);
+        for (const [installationId, standing] of states) {
+          if (standing.state) this.known.set(installationId, standing);
           else this.known.delete(installationId);
         }
       },

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Encryption } from '../encryption';
 import { maskCredentials } from './configuration';
-import { deliversInOrder } from './webhook';
+import { deliversInOrder, holdsWhileFailing } from './webhook';
 import type { InstallationsTable, Schema } from '../delivery-log/schema';
 import { LISTED_INSTALLATION_STATUSES, type InstallationPause, type InstallationProjection, type InstallationStatus, type InstallationSummary, type SigningSecret } from './types';
 
@@ -63,6 +63,7 @@ export class InstallationIndex {
       updated_at: Date.parse(installation.updatedAt),
       pause: installation.pause ? JSON.stringify(installation.pause) : null,
       ordered: deliversInOrder(installation) ? 1 : 0,
+      holds_while_failing: holdsWhileFailing(installation) ? 1 : 0,
     };
     await this.db
       .insertInto('installations')
@@ -83,6 +84,7 @@ export class InstallationIndex {
             updated_at: eb.ref('excluded.updated_at'),
             pause: eb.ref('excluded.pause'),
             ordered: eb.ref('excluded.ordered'),
+            holds_while_failing: eb.ref('excluded.holds_while_failing'),
           }))
           .where('installations.revision', '<', (eb) => eb.ref('excluded.revision')),
       )
@@ -164,5 +166,6 @@ function summaryOf(row: Selectable<InstallationsTable>): InstallationSummary {
     revision: row.revision,
     ...(row.pause !== null && { pause: JSON.parse(row.pause) as InstallationPause }),
     ...(Number(row.ordered) === 1 && { ordered: true as const }),
+    ...(Number(row.holds_while_failing) === 1 && { holdsWhileFailing: true as const }),
   };
 }

@@ -49,6 +49,8 @@ export interface InstallationSummary {
   pause?: InstallationPause;
   /** Its deliveries go through its ordered line (see deliversInOrder). */
   ordered?: true;
+  /** Its new events are held while its receiver fails (see holdsWhileFailing). */
+  holdsWhileFailing?: true;
 }
 
 export interface InstallationProjection extends InstallationSummary {

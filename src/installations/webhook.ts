@@ -21,7 +21,7 @@ const webhookConfiguration: ConfigurationSchema = {
     },
     installation_paused: { type: 'boolean', title: 'Installations paused', description: 'An installation of the organization was paused (by a member, or by the platform: its receiver failing or gone).', default: false },
     installation_resumed: { type: 'boolean', title: 'Installations resumed', default: false },
-    auto_pause: { type: 'boolean', title: 'Pause when the receiver keeps failing', description: 'Paused by the platform once every delivery has failed for auto_pause_after_hours (and at least 20 in a row), or at once on 410 Gone; new events are then held.', default: true },
+    auto_pause: { type: 'boolean', title: 'Pause when the receiver keeps failing', description: 'Paused by the platform once every delivery has failed for auto_pause_after_hours (and at least 20 in a row), or at once on 410 Gone; new events are then held. Before that, while the receiver has failed every attempt for 10 s, new events are held too, and go out on their own once it answers again (one is tried a minute).', default: true },
     auto_pause_after_hours: { type: 'number', title: 'Hours of failures before the pause', default: 24 },
     ordered: { type: 'boolean', title: 'Deliver in order', description: 'One delivery at a time, in the order events were recorded: the next waits until the one ahead is delivered or has failed for good.', default: false },
     max_per_second: { type: 'number', title: 'Deliveries a second, at most', description: 'Deliveries past it wait their turn (not attempts); a 429 from the receiver pauses them for its Retry-After, then halves the pace for a minute. None by default.' },
@@ -53,6 +53,14 @@ export function sendIntervalMs(configuration: Configuration): number | undefined
 
 /** Whether its deliveries go one at a time, in order (a webhook installation's line; an integration's own `ordered` property means nothing here). */
 export const deliversInOrder = (installation: { integration: string; configuration: Configuration }): boolean => installation.integration === WEBHOOK_INTEGRATION && installation.configuration.ordered === true;
+
+/**
+ * Whether its new events are held while its receiver fails (a short pause of the platform's,
+ * see ReceiverStates.holding): a webhook's, unless it never pauses on failures, or its line
+ * already sends one delivery at a time.
+ */
+export const holdsWhileFailing = (installation: { integration: string; configuration: Configuration }): boolean =>
+  installation.integration === WEBHOOK_INTEGRATION && !deliversInOrder(installation) && autoPauseAfterMs(installation.configuration) !== undefined;
 
 /** Failed deliveries in a row the platform waits for, at least, before it pauses an installation. */
 export const AUTO_PAUSE_MIN_FAILURES = 20;
