@@ -85,10 +85,11 @@ export class BenchReceiver {
     return extra;
   }
 
-  /** Gaps between consecutive POSTs of one event after a 5xx, by retry number, against DESIGN.md's ranges. */
-  retryGaps() {
+  /** Gaps between consecutive POSTs of one event after a 5xx, by retry number, against DESIGN.md's ranges; of the events whose eventId `keep` takes. */
+  retryGaps(keep: (eventId: string) => boolean = () => true) {
     const byRetry: number[][] = [[], [], []];
-    for (const posts of this.posts.values()) {
+    for (const [eventId, posts] of this.posts) {
+      if (!keep(eventId)) continue;
       for (let k = 1; k < posts.length && k <= 3; k++) if (posts[k - 1]!.status >= 500) byRetry[k - 1]!.push(posts[k]!.at - posts[k - 1]!.at);
     }
     return byRetry.map((gaps, k) => ({
