@@ -47,6 +47,10 @@ describe('new events held while a receiver fails, released once it answers', fun
       );
       assert.equal(firstHeld.mine.heldReason, 'receiver_failing');
       assert.equal(firstHeld.mine.attemptCount, 0);
+      // Its health says so: failing fast (503s) since before the hold began.
+      const health = (await platform.http('GET', `/v1/installations/${held.id}/health`, { token: tenant.token })).body;
+      assert.equal(health.failingNow?.kind, 'fast', JSON.stringify(health));
+      assert.ok(Date.parse(health.failingNow.since) <= Date.parse(firstHeld.mine.createdAt) - 1000, JSON.stringify(health));
       // The same event to the installation that turned auto-pause off goes to its receiver as before.
       const optedOutsDelivery = await delivery(deliveryId(firstHeld.eventId, optedOut.id));
       assert.notEqual(optedOutsDelivery.status, 'held', JSON.stringify(optedOutsDelivery));
@@ -70,6 +74,7 @@ describe('new events held while a receiver fails, released once it answers', fun
       // It answers again: the try's retry is answered, its state clears, and the next sweep releases what was held.
       answering = true;
       await waitFor(async () => (['slow', 'fast'].includes((await platform.stores.health.receiverStates()).get(held.id)?.state ?? '') ? undefined : true), 30_000, 'the receiver answering again');
+      assert.equal((await platform.http('GET', `/v1/installations/${held.id}/health`, { token: tenant.token })).body.failingNow, undefined);
       assert.deepEqual(await releaseHeld(Date.now() + 1, 1000, platform.taskQueue), [], 'nothing tried: it answers');
       const operationId = await waitFor(async () => {
         const operations = await platform.stores.db.selectFrom('operations').select('id').where('installation_id', '=', held.id).execute();

@@ -61,6 +61,8 @@ export interface DeliverySummary {
   createdAt: string;
   completedAt?: string;
   failureReason?: string;
+  /** receiver_failing: held while the receiver fails, out on its own once it answers. */
+  heldReason?: string;
   skipReason?: string;
   replayOf?: string;
   attemptCount?: number;

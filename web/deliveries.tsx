@@ -190,7 +190,7 @@ export function DeliveryPage({ id, view }: { id: string; view: View }) {
         <dt>Status</dt>
         <dd>
           <Status status={delivery.status} />
-          {delivery.failureReason && ` (${delivery.failureReason})`}
+          {(delivery.failureReason ?? delivery.heldReason) && ` (${delivery.failureReason ?? delivery.heldReason})`}
         </dd>
         <dt>Event</dt>
         <dd>

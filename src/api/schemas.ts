@@ -60,6 +60,11 @@ export const healthSchema: SchemaObject = {
     failingSince: { type: 'string', description: 'When the first of them failed' },
     lastSuccessAt: { type: 'string' },
     lastFailure: { type: 'object', properties: { at: { type: 'string' }, statusCode: { type: 'integer' }, error: { type: 'string' } } },
+    failingNow: {
+      type: 'object',
+      description: 'Present while the receiver fails every attempt: slow (each timed out) or fast (refused, 5xx, 429), and since when; from 10 s on, new events are held (heldReason receiver_failing) until it answers again',
+      properties: { kind: { enum: ['slow', 'fast'] }, since: { type: 'string' } },
+    },
     last24h: {
       type: 'object',
       description: 'Deliveries recorded in the 24 hours up to the current one',
