@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHeldRelease } from '../src/activities/held-release';
 import { deliveryId } from '../src/ids';
+import { registry } from '../src/metrics';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 
@@ -61,6 +62,9 @@ describe('new events held while a receiver fails, released once it answers', fun
 
       const heldIds = [firstHeld.eventId, await send('down'), await send('down')].map((eventId) => deliveryId(eventId, held.id));
       for (const id of heldIds) assert.equal((await delivery(id)).status, 'held', id);
+      // Counted apart from the holds of paused installations.
+      const heldCount = (await registry.getSingleMetric('platform_deliveries_held_total')!.get()).values.find((value) => value.labels.reason === 'receiver_failing')?.value ?? 0;
+      assert.ok(heldCount >= heldIds.length, `counted ${heldCount}`);
       const postsBefore = failingReceiver.requests.length;
 
       // A sweep while it still fails: its oldest held delivery is tried (and fails), nothing is released.

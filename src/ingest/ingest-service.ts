@@ -152,7 +152,7 @@ export class IngestService {
       const trace = traces.get(record.eventId);
       for (const delivery of planned.get(record.eventId)!.deliveries) {
         if (delivery.skipReason) deliveriesFinished.inc({ status: 'skipped', event_type: delivery.eventType, reason: reasonLabel(delivery.skipReason) });
-        else if (delivery.held) deliveriesHeld.inc({ event_type: delivery.eventType });
+        else if (delivery.held) deliveriesHeld.inc({ event_type: delivery.eventType, reason: delivery.heldReason ?? 'installation_paused' });
         else handOver.push({ id: delivery.id, eventId: record.eventId, installationId: delivery.installationId, createdAt: now, ...(trace && { trace }) });
       }
     }

@@ -36,7 +36,12 @@ export const attemptsInterrupted = new Counter({
   labelNames: ['cause'],
   registers: [registry],
 });
-export const deliveriesHeld = new Counter({ name: 'platform_deliveries_held_total', help: 'Deliveries recorded held, by event type: for installations the platform paused (their receiver failing or gone), kept until a resume delivers or drops them', labelNames: ['event_type'], registers: [registry] });
+export const deliveriesHeld = new Counter({
+  name: 'platform_deliveries_held_total',
+  help: 'Deliveries recorded held, by event type and reason: installation_paused (the platform paused it, its receiver failing or gone; kept until a resume delivers or drops them) or receiver_failing (active, its receiver failing every attempt for 10 s; released once it answers)',
+  labelNames: ['event_type', 'reason'],
+  registers: [registry],
+});
 export const installationPauses = new Counter({
   name: 'platform_installation_pauses_total',
   help: 'Installations paused (by reason: member, receiver_failing, receiver_gone) and resumed (reason resumed)',
