@@ -181,10 +181,10 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
     it('keeps when a receiver began failing across its writes, reads the states written since a time, and finds installations not paused with held deliveries', async function () {
       const t0 = Date.now() - 120_000;
-      const installation = (id: string, status: 'active' | 'paused') => ({ id, integration: 'webhook', target: { org: 'org-hold' }, status, events: ['space_content_updated'], scopes: [], configuration: {}, url: 'https://e.example/', createdAt: new Date(t0).toISOString(), updatedAt: new Date(t0).toISOString(), revision: 1, signingSecrets: [] });
-      for (const [id, status] of [['ins_hold_failing', 'active'], ['ins_hold_back', 'active'], ['ins_hold_paused', 'paused']] as const) await stores.installations.save(installation(id, status));
+      const installation = (id: string, status: 'active' | 'paused' | 'deleted') => ({ id, integration: 'webhook', target: { org: 'org-hold' }, status, events: ['space_content_updated'], scopes: [], configuration: {}, url: 'https://e.example/', createdAt: new Date(t0).toISOString(), updatedAt: new Date(t0).toISOString(), revision: 1, signingSecrets: [] });
+      for (const [id, status] of [['ins_hold_failing', 'active'], ['ins_hold_back', 'active'], ['ins_hold_paused', 'paused'], ['ins_hold_deleted', 'deleted']] as const) await stores.installations.save(installation(id, status));
       // Failing on (fast, then slow) keeps when it began; answering clears it.
-      await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_failing', 'fast'], ['ins_hold_back', 'slow'], ['ins_hold_paused', 'fast']]), t0);
+      await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_failing', 'fast'], ['ins_hold_back', 'slow'], ['ins_hold_paused', 'fast'], ['ins_hold_deleted', 'fast']]), t0);
       await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_failing', 'slow'], ['ins_hold_back', 'prompt']]), t0 + 1000);
       const since = await stores.health.receiverStates(t0 + 500);
       assert.deepEqual(since.get('ins_hold_failing'), { state: 'slow', failingFrom: t0 });
@@ -193,12 +193,13 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.deepEqual((await stores.health.receiverStates()).get('ins_hold_paused'), { state: 'fast', failingFrom: t0 });
 
       const held = (eventId: string, installationId: string): NewEvent => ({ ...event(eventId, []), organizationId: 'org-hold', deliveries: event(eventId, [installationId], 'org-hold').deliveries.map((delivery) => ({ ...delivery, held: true as const, heldReason: 'receiver_failing' })) });
-      await stores.events.recordEvents([held('evt_hold_1', 'ins_hold_failing'), held('evt_hold_2', 'ins_hold_back'), held('evt_hold_3', 'ins_hold_paused')], t0);
+      await stores.events.recordEvents([held('evt_hold_1', 'ins_hold_failing'), held('evt_hold_2', 'ins_hold_back'), held('evt_hold_3', 'ins_hold_paused'), held('evt_hold_6', 'ins_hold_deleted')], t0);
       await stores.events.recordEvents([held('evt_hold_4', 'ins_hold_failing')], t0 + 10);
       await stores.events.recordEvents([held('evt_hold_5', 'ins_hold_back')], Date.now());
       const mine = (await stores.sweeps.heldOfActive(Date.now() - 60_000, 1000)).filter((found) => found.installationId.startsWith('ins_hold_')).sort((a, b) => (a.installationId < b.installationId ? -1 : 1));
       assert.deepEqual(mine, [
         { installationId: 'ins_hold_back', organizationId: 'org-hold', oldest: t0, failing: false },
+        { installationId: 'ins_hold_deleted', organizationId: 'org-hold', oldest: t0, failing: false },
         { installationId: 'ins_hold_failing', organizationId: 'org-hold', oldest: t0, failing: true },
       ]);
       assert.equal((await stores.deliveries.get('evt_hold_1:ins_hold_failing'))?.heldReason, 'receiver_failing');

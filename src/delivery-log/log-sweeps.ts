@@ -30,21 +30,23 @@ export class LogSweeps {
    * release of theirs running, up to `limit`: those held while their receiver failed
    * (RECEIVER_FAILING), and those a resume's release missed (an ingest flush that read
    * the installation paused and committed after the release looked). Each with when its
-   * oldest was recorded and whether its receiver is failing now.
+   * oldest was recorded and whether its receiver is failing now (a deleted one's never is).
    */
   async heldOfActive(before: number, limit: number): Promise<{ installationId: string; organizationId: string; oldest: number; failing: boolean }[]> {
     const rows = await this.db
       .selectFrom('deliveries')
+      .innerJoin('installations', 'installations.id', 'deliveries.installation_id')
       .leftJoin('installation_health', 'installation_health.installation_id', 'deliveries.installation_id')
-      .select(['deliveries.installation_id', 'deliveries.organization_id', 'installation_health.failing_now', (eb) => eb.fn.min<number>('deliveries.created_at').as('oldest')])
+      .select(['deliveries.installation_id', 'deliveries.organization_id', 'installations.status', 'installation_health.failing_now', (eb) => eb.fn.min<number>('deliveries.created_at').as('oldest')])
       .where('deliveries.status', '=', 'held')
-      .where('deliveries.installation_id', 'in', (eb) => eb.selectFrom('installations').select('id').where('status', '!=', 'paused'))
+      .where('installations.status', '!=', 'paused')
       .where(({ not, exists, selectFrom }) => not(exists(selectFrom('operations').select('operations.id').whereRef('operations.installation_id', '=', 'deliveries.installation_id').where('operations.kind', '=', 'release_held').where('operations.status', '=', 'running'))))
-      .groupBy(['deliveries.installation_id', 'deliveries.organization_id', 'installation_health.failing_now'])
+      .groupBy(['deliveries.installation_id', 'deliveries.organization_id', 'installations.status', 'installation_health.failing_now'])
       .having((eb) => eb.fn.min('deliveries.created_at'), '<', before)
       .limit(limit)
       .execute();
-    return rows.map((row) => ({ installationId: row.installation_id, organizationId: row.organization_id, oldest: Number(row.oldest), failing: row.failing_now === 'slow' || row.failing_now === 'fast' }));
+    // Failing counts for an active installation only: a deleted one's held deliveries go at once (each ends skipped).
+    return rows.map((row) => ({ installationId: row.installation_id, organizationId: row.organization_id, oldest: Number(row.oldest), failing: row.status === 'active' && (row.failing_now === 'slow' || row.failing_now === 'fast') }));
   }
 
   /** An installation's oldest held delivery, pending again (one try of a receiver still failing); none if nothing is held. */
