@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema';
-import type { FailingKind, ReceiverState } from '../webhooks/schedule';
+import { isFailing, type FailingKind, type ReceiverState } from '../webhooks/schedule';
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
@@ -107,7 +107,7 @@ export class ReceiverHealthReads {
       ...(row?.last_failure_at != null && {
         lastFailure: { at: time(row.last_failure_at)!, ...(row.last_failure_status !== null && { statusCode: row.last_failure_status }), ...(row.last_failure_error !== null && { error: row.last_failure_error }) },
       }),
-      ...((row?.failing_now === 'slow' || row?.failing_now === 'fast') && row.failing_now_from != null && { failingNow: { kind: row.failing_now, since: time(row.failing_now_from)! } }),
+      ...(row && isFailing(row.failing_now) && row.failing_now_from != null && { failingNow: { kind: row.failing_now, since: time(row.failing_now_from)! } }),
       last24h: {
         ...total,
         successRate: total.delivered + total.failed ? total.delivered / (total.delivered + total.failed) : null,

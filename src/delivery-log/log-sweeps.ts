@@ -2,6 +2,7 @@ import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Schema } from './schema';
 import { chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
 import type { PageCursor } from './types';
+import { isFailing } from '../webhooks/schedule';
 
 /** The worker's sweeps of the log: deliveries a shard may have lost, and what is past retention. */
 export class LogSweeps {
@@ -46,7 +47,7 @@ export class LogSweeps {
       .limit(limit)
       .execute();
     // Failing counts for an active installation only: a deleted one's held deliveries go at once (each ends skipped).
-    return rows.map((row) => ({ installationId: row.installation_id, organizationId: row.organization_id, oldest: Number(row.oldest), failing: row.status === 'active' && (row.failing_now === 'slow' || row.failing_now === 'fast') }));
+    return rows.map((row) => ({ installationId: row.installation_id, organizationId: row.organization_id, oldest: Number(row.oldest), failing: row.status === 'active' && isFailing(row.failing_now) }));
   }
 
   /** An installation's oldest held delivery, pending again (one try of a receiver still failing); none if nothing is held. */

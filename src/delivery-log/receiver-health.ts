@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema';
 import type { DeliveryOutcome } from './types';
-import type { ReceiverState } from '../webhooks/schedule';
+import { isFailing, type ReceiverState } from '../webhooks/schedule';
 
 /** An installation whose receiver failed deliveries in a write: where its failures in a row stand after it. */
 export interface HealthChange {
@@ -116,7 +116,7 @@ export async function recordReceiverStates(db: Kysely<Schema>, written: Map<stri
   changed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   await db.transaction().execute(async (trx) => {
     for (const [installationId, state] of changed) {
-      const from = state === 'slow' || state === 'fast' ? now : null;
+      const from = isFailing(state) ? now : null;
       await trx
         .insertInto('installation_health')
         .values({ installation_id: installationId, consecutive_failures: 0, failing_now: state, failing_now_at: now, failing_now_from: from })

@@ -1,5 +1,5 @@
 import type { ReceiverStanding } from '../delivery-log/health-reads';
-import type { ReceiverState } from '../webhooks/schedule';
+import { isFailing, type ReceiverState } from '../webhooks/schedule';
 
 /** How often, at most, the log is asked what changed. */
 const READ_EVERY_MS = 1000;
@@ -45,7 +45,7 @@ export class ReceiverStates {
   holding(installationId: string, now = Date.now()): boolean {
     this.refresh();
     const standing = this.known.get(installationId);
-    return (standing?.state === 'slow' || standing?.state === 'fast') && standing.failingFrom !== undefined && now - standing.failingFrom >= this.holdAfterMs;
+    return standing !== undefined && isFailing(standing.state) && standing.failingFrom !== undefined && now - standing.failingFrom >= this.holdAfterMs;
   }
 
   private refresh(): void {

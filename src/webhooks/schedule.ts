@@ -19,6 +19,9 @@ export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_r
 /** How a receiver fails every attempt it is sent: it hangs ('slow', each times out) or fails fast (refused, reset, 5xx, 429). */
 export type FailingKind = 'slow' | 'fast';
 
+/** Whether a receiver's state (as written, or handed over) is failing, either way. */
+export const isFailing = (state: unknown): state is FailingKind => state === 'slow' || state === 'fast';
+
 /** An attempt's answer that says its receiver is failing: none (refused, reset, timed out), a 5xx, a 429. */
 const receiverFailed = (answer: { statusCode?: number }): boolean => answer.statusCode === undefined || answer.statusCode >= 500 || answer.statusCode === 429;
 

@@ -4,9 +4,10 @@ import { busy, invalid } from '../contracts/failures';
 import { backlogQuery, enqueueUpdate, handOverSignal, MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
 import { SHARED_LANE_BATCHES, SHARED_LANE_BATCHES_BEFORE_CAP, isRetryLane } from './shard-lanes';
 import { ShardState } from './shard-state';
+import { isFailing } from '../webhooks/schedule';
 
 const isShardItem = (item: ShardItem | undefined): boolean =>
-  typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string') && (item.failing === undefined || item.failing === 'slow' || item.failing === 'fast') && (item.prompt === undefined || item.prompt === true);
+  typeof item?.id === 'string' && typeof item.installationId === 'string' && (item.trace === undefined || typeof item.trace === 'string') && (item.failing === undefined || isFailing(item.failing)) && (item.prompt === undefined || item.prompt === true);
 
 /** How long after its epoch a shard workflow stays open for hand-overs sent late (the API's deadline is 1.5 s). */
 const EPOCH_GRACE_MS = 2000;

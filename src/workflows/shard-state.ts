@@ -1,6 +1,6 @@
 import type { AttemptBatchResult } from '../activities/attempt-batch';
 import { MAX_BACKLOG, type FailingKind, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
-import { receiverStatesOf } from '../webhooks/schedule';
+import { isFailing, receiverStatesOf } from '../webhooks/schedule';
 import { BATCH, isRetryLane, isSharedLane, mayAddBatch, PROMPT_LANE, sharedLane, type ShardRules } from './shard-lanes';
 
 /**
@@ -180,7 +180,7 @@ export class ShardState {
     const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined));
     for (const [installation, state] of receiverStatesOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })), !interruptionsFree)) {
       this.seen.add(installation);
-      if (state === 'slow' || state === 'fast') this.failing.set(installation, state);
+      if (isFailing(state)) this.failing.set(installation, state);
       else this.failing.delete(installation);
       if (sharesPrompt && state === 'prompt') this.prompt.add(installation);
       else this.prompt.delete(installation);
