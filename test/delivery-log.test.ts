@@ -7,6 +7,7 @@ import { AttemptRecords } from '../src/delivery-log/attempt-records';
 import { EventRecords } from '../src/delivery-log/event-records';
 import { Encryption } from '../src/encryption';
 import { openStores, type PlatformStores } from '../src/platform/stores';
+import { InstallationIndex } from '../src/installations/read-model';
 import { quarantineCrossTenantDeliveries } from '../src/delivery-log/quarantine';
 import { recordReceiverStates } from '../src/delivery-log/receiver-health';
 import type { NewDelivery, NewEvent, PageCursor } from '../src/delivery-log/types';
@@ -428,6 +429,53 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     });
   });
 }
+
+describe('installations’ flags a migration could not derive (0017), on both databases', function () {
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    it(`derives them from the sealed configurations at the first start with the key, keeps what no key opens for the next, then never again (${kind})`, async function () {
+      const url = await testDatabaseUrl(kind, `flags_${kind}`);
+      const key = process.env.TEST_ENCRYPTION_KEY!;
+      const first = await openStores({ url, encryptionKey: key, namespace: 'test' });
+      const installation = (id: string, configuration: Record<string, unknown>, integration = 'webhook') => ({ id, integration, target: { org: 'org-flags' }, status: 'active' as const, events: ['space_content_updated'], scopes: [], configuration, url: 'https://e.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), revision: 1, signingSecrets: [] });
+      const flags = async () => Object.fromEntries((await first.db.selectFrom('installations').select(['id', 'ordered', 'holds_while_failing']).orderBy('id').execute()).map((row) => [row.id, [Number(row.ordered), Number(row.holds_while_failing)]]));
+      try {
+        await first.installations.save(installation('ins_f1_opted_out', { auto_pause: false }));
+        await first.installations.save(installation('ins_f2_default', {}));
+        await first.installations.save(installation('ins_f3_ordered', { ordered: true }));
+        await first.installations.save(installation('ins_f4_integration', {}, 'slack'));
+        // Sealed with a key this process does not hold (rotated away without PLATFORM_DECRYPTION_KEYS).
+        const otherKey = Buffer.alloc(32, 7).toString('base64');
+        await new InstallationIndex(first.db, new Encryption(otherKey)).save(installation('ins_f5_other_key', { auto_pause: false }));
+        // The log as 0016 left it, before 0017: every webhook not ordered holds, its row says so.
+        await first.db.updateTable('installations').set({ holds_while_failing: 1 }).where('integration', '=', 'webhook').where('ordered', '=', 0).execute();
+        await first.db.insertInto('sealed_rederivations').values({ name: 'installation_flags' }).execute();
+        assert.deepEqual(await flags(), { ins_f1_opted_out: [0, 1], ins_f2_default: [0, 1], ins_f3_ordered: [1, 0], ins_f4_integration: [0, 0], ins_f5_other_key: [0, 1] });
+
+        const logged: Record<string, unknown>[] = [];
+        const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+        const second = await openStores({ url, encryptionKey: key, namespace: 'test', logger });
+        await second.close();
+        // The opted-out one no longer holds; the one no key opens keeps its flags, and is said.
+        assert.deepEqual(await flags(), { ins_f1_opted_out: [0, 0], ins_f2_default: [0, 1], ins_f3_ordered: [1, 0], ins_f4_integration: [0, 0], ins_f5_other_key: [0, 1] });
+        assert.equal(logged.find((line) => line.installations === 1 && /derived/.test(String(line.msg)))?.level, 30);
+        assert.deepEqual(logged.find((line) => /no key opens/.test(String(line.msg)))?.ids, ['ins_f5_other_key']);
+        assert.equal((await first.db.selectFrom('sealed_rederivations').selectAll().execute()).length, 1);
+
+        // Started with the older key too: done, and the row goes.
+        const third = await openStores({ url, encryptionKey: key, decryptionKeys: [otherKey], namespace: 'test' });
+        await third.close();
+        assert.deepEqual((await flags()).ins_f5_other_key, [0, 0]);
+        assert.deepEqual(await first.db.selectFrom('sealed_rederivations').selectAll().execute(), []);
+        // Never again: a flag written since (by hand here) stays as it is.
+        await first.db.updateTable('installations').set({ holds_while_failing: 1 }).where('id', '=', 'ins_f1_opted_out').execute();
+        assert.deepEqual(await first.installations.rederiveFlags(), { changed: 0, unopened: [] });
+        assert.deepEqual((await flags()).ins_f1_opted_out, [0, 1]);
+      } finally {
+        await first.close();
+      }
+    });
+  }
+});
 
 describe('the delivery log on sqlite, as its planner sees it', function () {
   /** The log's statements, captured from a second connection to the file. */

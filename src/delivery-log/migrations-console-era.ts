@@ -55,11 +55,20 @@ export const consoleEraMigrations: Record<string, DialectMigration> = {
     // When a receiver began failing (kept while it goes on failing, null once it answers), and
     // which installations' new events are held while it has failed long enough (webhooks not
     // ordered and not opted out of auto-pause; the configuration is sealed, so existing ones
-    // start with the default, on, and the next change of one opted out writes it off).
+    // start with the default, on, until 0017's derivation).
     async up(db: Kysely<any>) {
       await db.schema.alterTable('installation_health').addColumn('failing_now_from', 'bigint').execute();
       await db.schema.alterTable('installations').addColumn('holds_while_failing', 'integer', (c) => c.notNull().defaultTo(0)).execute();
       await db.updateTable('installations').set({ holds_while_failing: 1 }).where('integration', '=', 'webhook').where('ordered', '=', 0).execute();
+    },
+  },
+  '0017-flags-from-sealed-configurations': {
+    // What 0016 could not read: the first process to start with the key derives every
+    // installation's flags from its configuration (see InstallationIndex.rederiveFlags), then
+    // deletes this row. One opted out of auto-pause held its new events until then.
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('sealed_rederivations').addColumn('name', 'text', (c) => c.primaryKey()).execute();
+      await db.insertInto('sealed_rederivations').values({ name: 'installation_flags' }).execute();
     },
   },
 };

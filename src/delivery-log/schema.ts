@@ -223,6 +223,11 @@ export interface IntegrationAssetsTable {
   created_at: number;
 }
 
+/** Derivations a migration left to a process that holds the key (see migration 0017), by name, until done. */
+export interface SealedRederivationsTable {
+  name: string;
+}
+
 export interface Schema {
   events: EventsTable;
   deliveries: DeliveriesTable;
@@ -239,4 +244,5 @@ export interface Schema {
   users: UsersTable;
   integration_logs: IntegrationLogsTable;
   integration_assets: IntegrationAssetsTable;
+  sealed_rederivations: SealedRederivationsTable;
 }

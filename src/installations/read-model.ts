@@ -8,6 +8,11 @@ import { LISTED_INSTALLATION_STATUSES, type InstallationPause, type Installation
 /** Opened values kept per process: two an installation. */
 const MAX_OPENED = 20_000;
 
+/** sealed_rederivations' row for the installations' flags (migration 0017). */
+const INSTALLATION_FLAGS = 'installation_flags';
+/** Installations read at a time when their flags are derived again. */
+const REDERIVE_PAGE = 500;
+
 /**
  * The installations' read model in the log's database. Each installation workflow writes
  * its own row before a change answers, so fan-out and attempts, which read it in every
@@ -62,8 +67,7 @@ export class InstallationIndex {
       created_at: Date.parse(installation.createdAt),
       updated_at: Date.parse(installation.updatedAt),
       pause: installation.pause ? JSON.stringify(installation.pause) : null,
-      ordered: deliversInOrder(installation) ? 1 : 0,
-      holds_while_failing: holdsWhileFailing(installation) ? 1 : 0,
+      ...flagsOf(installation),
     };
     await this.db
       .insertInto('installations')
@@ -89,6 +93,42 @@ export class InstallationIndex {
           .where('installations.revision', '<', (eb) => eb.ref('excluded.revision')),
       )
       .execute();
+  }
+
+  /**
+   * Derives every installation's flags from its configuration, once, where a migration could
+   * not (it has no key: see migration 0017). Run at each start: the first process to start
+   * does it and deletes the migration's row; processes starting together do it twice, to the
+   * same end. A later change of an installation wrote its flags itself, and is not touched.
+   * One whose configuration none of the keys opens keeps its flags, and the row stays for
+   * the next start (with the older key in PLATFORM_DECRYPTION_KEYS). Answers how many
+   * installations it changed, and those it could not open.
+   */
+  async rederiveFlags(): Promise<{ changed: number; unopened: string[] }> {
+    const due = await this.db.selectFrom('sealed_rederivations').select('name').where('name', '=', INSTALLATION_FLAGS).executeTakeFirst();
+    if (!due) return { changed: 0, unopened: [] };
+    let changed = 0;
+    const unopened: string[] = [];
+    for (let after = ''; ; ) {
+      const rows = await this.db.selectFrom('installations').select(['id', 'integration', 'configuration', 'revision', 'ordered', 'holds_while_failing']).where('id', '>', after).orderBy('id').limit(REDERIVE_PAGE).execute();
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        let configuration: Record<string, unknown>;
+        try {
+          configuration = JSON.parse(this.open(row.configuration)) as Record<string, unknown>;
+        } catch {
+          unopened.push(row.id);
+          continue;
+        }
+        const flags = flagsOf({ integration: row.integration, configuration });
+        if (flags.ordered === Number(row.ordered) && flags.holds_while_failing === Number(row.holds_while_failing)) continue;
+        const { numUpdatedRows } = await this.db.updateTable('installations').set(flags).where('id', '=', row.id).where('revision', '=', row.revision).executeTakeFirst();
+        changed += Number(numUpdatedRows);
+      }
+      after = rows.at(-1)!.id;
+    }
+    if (unopened.length === 0) await this.db.deleteFrom('sealed_rederivations').where('name', '=', INSTALLATION_FLAGS).execute();
+    return { changed, unopened };
   }
 
   /** The organizations' installations that are not deleted, oldest first. */
@@ -150,6 +190,11 @@ export class InstallationIndex {
       ]),
     );
   }
+}
+
+/** The columns derived from an installation's configuration, which the log's queries select on. */
+function flagsOf(installation: { integration: string; configuration: Record<string, unknown> }) {
+  return { ordered: deliversInOrder(installation) ? 1 : 0, holds_while_failing: holdsWhileFailing(installation) ? 1 : 0 };
 }
 
 function summaryOf(row: Selectable<InstallationsTable>): InstallationSummary {

@@ -57,13 +57,20 @@ export async function openStores(options: StoreOptions): Promise<PlatformStores>
   const workflowUrl = (workflowId: string, runId: string) => (ui ? `${ui}/namespaces/${encodeURIComponent(options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history` : undefined);
   const deliveries = new DeliveryReads(database.db, encryption, workflowUrl);
   trackPendingRetries(() => deliveries.countRetrying());
+  const installations = new InstallationIndex(database.db, encryption);
+  const rederived = await installations.rederiveFlags().catch(async (err: unknown) => {
+    await database.close();
+    throw err;
+  });
+  if (rederived.changed) options.logger?.info({ installations: rederived.changed }, 'installations: flags derived from their configurations (migration 0017)');
+  if (rederived.unopened.length) options.logger?.warn({ installations: rederived.unopened.length, ids: rederived.unopened.slice(0, 10) }, 'installations whose configuration no key opens keep their flags (PLATFORM_DECRYPTION_KEYS); tried again at the next start');
   return {
     db: database.db,
     events: new EventRecords(database.db, encryption),
     attempts: new AttemptRecords(database.db, encryption),
     deliveries,
     sweeps: new LogSweeps(database.db),
-    installations: new InstallationIndex(database.db, encryption),
+    installations,
     directory: new DirectoryIndex(database.db),
     integrationLogs: new IntegrationLogStore(database.db),
     assets: new AssetStore(database.db),
