@@ -185,8 +185,12 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const installation = (id: string, status: 'active' | 'paused' | 'deleted') => ({ id, integration: 'webhook', target: { org: 'org-hold' }, status, events: ['space_content_updated'], scopes: [], configuration: {}, url: 'https://e.example/', createdAt: new Date(t0).toISOString(), updatedAt: new Date(t0).toISOString(), revision: 1, signingSecrets: [] });
       for (const [id, status] of [['ins_hold_failing', 'active'], ['ins_hold_back', 'active'], ['ins_hold_paused', 'paused'], ['ins_hold_deleted', 'deleted']] as const) await stores.installations.save(installation(id, status));
       // Failing on (fast, then slow) keeps when it began; answering clears it.
-      await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_failing', 'fast'], ['ins_hold_back', 'slow'], ['ins_hold_paused', 'fast'], ['ins_hold_deleted', 'fast']]), t0);
-      await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_failing', 'slow'], ['ins_hold_back', 'prompt']]), t0 + 1000);
+      // Failing on, or first written, is no recovery; one that was failing (whoever wrote it) and answers now is.
+      assert.deepEqual(await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_failing', 'fast'], ['ins_hold_back', 'slow'], ['ins_hold_paused', 'fast'], ['ins_hold_deleted', 'fast'], ['ins_hold_new', 'prompt']]), t0), []);
+      assert.deepEqual(await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_failing', 'slow'], ['ins_hold_back', 'prompt']]), t0 + 1000), ['ins_hold_back']);
+      assert.deepEqual(await recordReceiverStates(stores.db, new Map(), new Map([['ins_hold_back', 'prompt']]), t0 + 1000), [], 'answering on');
+      // The installations asked about only.
+      assert.deepEqual((await stores.sweeps.heldOfActive(Date.now() + 1, 1000, [])).length, 0);
       const since = await stores.health.receiverStates(t0 + 500);
       assert.deepEqual(since.get('ins_hold_failing'), { state: 'slow', failingFrom: t0 });
       assert.deepEqual(since.get('ins_hold_back'), { state: 'prompt' });
@@ -203,6 +207,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
         { installationId: 'ins_hold_deleted', organizationId: 'org-hold', oldest: t0, failing: false },
         { installationId: 'ins_hold_failing', organizationId: 'org-hold', oldest: t0, failing: true },
       ]);
+      assert.deepEqual((await stores.sweeps.heldOfActive(Date.now() + 1, 1000, ['ins_hold_back', 'ins_hold_paused'])).map((found) => [found.installationId, found.oldest]), [['ins_hold_back', t0]], 'of those asked about, the paused one left out');
       assert.equal((await stores.deliveries.get('evt_hold_1:ins_hold_failing'))?.heldReason, 'receiver_failing');
       const tried = await stores.sweeps.releaseOldestHeld('ins_hold_failing');
       assert.equal(tried?.id, 'evt_hold_1:ins_hold_failing', 'its oldest');
@@ -211,7 +216,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal((await stores.sweeps.releaseOldestHeld('ins_hold_failing'))?.id, 'evt_hold_4:ins_hold_failing');
       assert.equal(await stores.sweeps.releaseOldestHeld('ins_hold_failing'), undefined, 'nothing left held');
       // The purge's test counts what deleted installations leave behind: none of this one's.
-      await stores.db.deleteFrom('installation_health').where('installation_id', '=', 'ins_hold_deleted').execute();
+      await stores.db.deleteFrom('installation_health').where('installation_id', 'in', ['ins_hold_deleted', 'ins_hold_new']).execute();
     });
 
     it('lists the deliveries of several organizations newest first, a page at a time, each once', async function () {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import pino from 'pino';
 import { createHeldRelease } from '../src/activities/held-release';
 import { deliveryId } from '../src/ids';
 import { registry } from '../src/metrics';
@@ -10,14 +11,17 @@ import { ScriptedReceiver } from './support/receiver';
  * has its new events held (recorded, not attempted) instead of adding attempts that fail
  * beside every other tenant's; one of them is tried each sweep, and once the receiver
  * answers, a release operation delivers them all. Through the real pipeline: ingest, the
- * attempt batch's receiver states, the log, the sweep's release and its operation workflow.
+ * attempt batch's receiver states, the log, the batch's release and its operation workflow.
  */
 describe('new events held while a receiver fails, released once it answers', function () {
-  const platform = new TestPlatform(__filename, { holdAfterMs: 1000 });
+  /** The platform's log lines (info and up), those of warn and up on stderr too. */
+  const logged: { level: number; msg: string; installationId?: string; operation?: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void (logged.push(JSON.parse(line) as (typeof logged)[number]), logged.at(-1)!.level >= 40 && process.stderr.write(line)) });
+  const platform = new TestPlatform(__filename, { holdAfterMs: 1000, logger });
   before(async () => platform.start());
   after(async () => platform.stop());
 
-  it('holds an installation’s events (not one that opted out of auto-pause, nor a healthy one), tries one a sweep, and delivers them all once its receiver answers', async function () {
+  it('holds an installation’s events (not one that opted out of auto-pause, nor a healthy one), tries one a sweep, and delivers them all once its receiver answers, from the batch that sees it answer', async function () {
     let answering = false;
     const failingReceiver = await new ScriptedReceiver(() => ({ status: answering ? 200 : 503 })).start();
     const healthyReceiver = await new ScriptedReceiver().start();
@@ -68,22 +72,19 @@ describe('new events held while a receiver fails, released once it answers', fun
       const postsBefore = failingReceiver.requests.length;
 
       // A sweep while it still fails: its oldest held delivery is tried (and fails), nothing is released.
-      const releaseHeld = createHeldRelease({ sweeps: platform.stores.sweeps, client: platform.client, logger: platform.parts.settings.logger });
-      const tries = await releaseHeld(Date.now() + 1, 1000, platform.taskQueue);
+      const releaseHeld = createHeldRelease({ sweeps: platform.stores.sweeps, client: platform.client, logger: platform.parts.settings.logger, taskQueue: platform.taskQueue });
+      const tries = await releaseHeld.sweep(Date.now() + 1, 1000);
       assert.deepEqual(tries.map((tried) => tried.id), [heldIds[0]], 'the oldest held, alone');
       await platform.parts.ingest.handOverRecorded(tries);
       await waitFor(async () => (failingReceiver.requests.slice(postsBefore).some((request) => request.body.includes(firstHeld.eventId)) ? true : undefined), 20_000, 'the try sent');
       for (const id of heldIds.slice(1)) assert.equal((await delivery(id)).status, 'held', id);
 
-      // It answers again: the try's retry is answered, its state clears, and the next sweep releases what was held.
+      // It answers again: the try's retry is answered, its state clears, and the batch that saw it releases what was held, not the next sweep.
       answering = true;
       await waitFor(async () => (['slow', 'fast'].includes((await platform.stores.health.receiverStates()).get(held.id)?.state ?? '') ? undefined : true), 30_000, 'the receiver answering again');
       assert.equal((await platform.http('GET', `/v1/installations/${held.id}/health`, { token: tenant.token })).body.failingNow, undefined);
-      assert.deepEqual(await releaseHeld(Date.now() + 1, 1000, platform.taskQueue), [], 'nothing tried: it answers');
-      const operationId = await waitFor(async () => {
-        const operations = await platform.stores.db.selectFrom('operations').select('id').where('installation_id', '=', held.id).execute();
-        return operations[0]?.id;
-      }, 20_000, 'the release operation');
+      const operationId = await waitFor(async () => logged.find((line) => line.installationId === held.id && line.msg === 'held deliveries released at once: their receiver answers again')?.operation, 20_000, 'the release operation, started by the attempt batch');
+      assert.deepEqual(await releaseHeld.sweep(Date.now() + 1, 1000), [], 'nothing tried: it answers');
       const operation = await waitFor(async () => {
         const answer = await platform.http('GET', `/v1/operations/${operationId}`, { token: tenant.token });
         return answer.body.status === 'done' ? answer.body : undefined;

@@ -55,6 +55,8 @@ export interface AttemptBatchDependencies extends AttemptSenderDependencies {
   logger: Logger;
   /** Told where the receivers that failed deliveries in a write stand (see createAutoPause). */
   afterOutcomes?: (changes: HealthChange[]) => Promise<void>;
+  /** Told which installations' receivers answer again after failing (see createHeldRelease). */
+  afterRecovery?: (installationIds: string[]) => Promise<void>;
   /**
    * Aborted when the worker begins to stop: attempts in flight have its drain time to end
    * by themselves, and none starts meanwhile (a retry falling due in the drain went out
@@ -217,7 +219,9 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       await recorder.close();
       // Where its receivers stand, for shards of later epochs (see ShardItem's `failing`): a hint, its write never fails the batch.
       const answers = written.filter((outcome) => outcome.attempt && endedAt.has(outcome.id)).map((outcome) => ({ installationId: deliveries.get(outcome.id)!.installationId, statusCode: outcome.attempt!.statusCode, error: outcome.attempt!.error, tookMs: took.get(outcome.id) }));
-      if (answers.length) await deps.attempts.noteReceivers(receiverStatesOf(answers)).catch((err: Error) => deps.logger.warn({ err: err.message }, 'receivers’ failing state not written; the next batch writes it'));
+      const recovered = answers.length ? await deps.attempts.noteReceivers(receiverStatesOf(answers)).catch((err: Error) => (deps.logger.warn({ err: err.message }, 'receivers’ failing state not written; the next batch writes it'), [])) : [];
+      // What they held goes out now, not at the stranded sweep's minute; a miss is the sweep's.
+      if (recovered.length) await deps.afterRecovery?.(recovered).catch((err: Error) => deps.logger.warn({ err: err.message, installations: recovered }, 'held deliveries of receivers answering again not released; the stranded sweep will'));
       // Not handed to the line, they are still pending in the log: the stranded sweep hands them over again.
       if (toLine.length) await deps.handOver?.(toLine).catch((err: Error) => deps.logger.warn({ err: err.message, deliveries: toLine.length }, 'deliveries of an ordered installation not handed to its line; the stranded sweep will'));
       // What it left to the newer run is not in its answer, which the shard would take as finished: it fails, cancelled, instead.

@@ -1,4 +1,4 @@
-import { activityInfo, heartbeat } from '@temporalio/activity';
+import { heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { installationWorkflowId, moveToVersionUpdate, type VersionChange } from '../contracts/installation';
@@ -59,6 +59,8 @@ export interface ActivityDependencies extends AttemptBatchDependencies, Operatio
   retentionDays: number;
   /** Rollouts move installations through their workflows' updates. */
   client: Client;
+  /** The platform's task queue: workflows that activities start run there (not on the retry queue an attempt batch may run on). */
+  taskQueue: string;
 }
 
 /** Activities get their dependencies from the worker, so tests hand in real or local ones. */
@@ -70,7 +72,7 @@ const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdat
 
 export function createActivities(deps: ActivityDependencies) {
   const releaseHeld = createHeldRelease(deps);
-  const attemptDeliveries = createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps), handOver: (deliveries) => deps.ingest.handOverRecorded(deliveries) });
+  const attemptDeliveries = createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps), afterRecovery: releaseHeld.recovered, handOver: (deliveries) => deps.ingest.handOverRecorded(deliveries) });
   return {
     attemptDeliveries,
     drainLine: createLineDrain(deps, attemptDeliveries),
@@ -127,7 +129,7 @@ export function createActivities(deps: ActivityDependencies) {
       const stranded = await deps.sweeps.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
       const overdue = await deps.sweeps.overdueRetries(Date.now() - OVERDUE_RETRY_AFTER_MS, STRANDED_PER_SWEEP);
       // Held for an installation not paused: released if its receiver answers, one tried (with the overdue) if not.
-      overdue.push(...(await releaseHeld(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, activityInfo().taskQueue)));
+      overdue.push(...(await releaseHeld.sweep(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP)));
       if (overdue.length) deps.logger.warn({ overdue: overdue.length, ids: overdue.slice(0, 10).map((delivery) => delivery.id) }, 'retries overdue by far handed to their shards again: a shard run ended without them');
       await deps.ingest.handOverRecorded([...stranded, ...overdue]).catch((err: Error) => deps.logger.warn({ err: err.message, stranded: stranded.length, overdue: overdue.length }, 'stranded deliveries not all handed over; the next pass tries again'));
       const last = stranded.length === STRANDED_PER_SWEEP ? stranded.at(-1) : undefined;

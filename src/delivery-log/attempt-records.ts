@@ -179,9 +179,9 @@ export class AttemptRecords {
     return recordHealth(this.db, this.healthRows, finished, now);
   }
 
-  /** Where an attempt batch left its installations' receivers: failing (how), prompt, or answering (null). */
-  async noteReceivers(states: Map<string, ReceiverState>, now = Date.now()): Promise<void> {
-    await recordReceiverStates(this.db, this.receiverStatesWritten, states, now);
+  /** Where an attempt batch left its installations' receivers: failing (how), prompt, or answering (null); answers those that answer again after failing. */
+  async noteReceivers(states: Map<string, ReceiverState>, now = Date.now()): Promise<string[]> {
+    return recordReceiverStates(this.db, this.receiverStatesWritten, states, now);
   }
 
   private changeOf(outcome: DeliveryOutcome, run: { workflowId: string; runId: string }, now: number): DeliveryChange {

@@ -32,14 +32,17 @@ export class LogSweeps {
    * (RECEIVER_FAILING), and those a resume's release missed (an ingest flush that read
    * the installation paused and committed after the release looked). Each with when its
    * oldest was recorded and whether its receiver is failing now (a deleted one's never is).
+   * `among`: of these installations only.
    */
-  async heldOfActive(before: number, limit: number): Promise<{ installationId: string; organizationId: string; oldest: number; failing: boolean }[]> {
+  async heldOfActive(before: number, limit: number, among?: string[]): Promise<{ installationId: string; organizationId: string; oldest: number; failing: boolean }[]> {
+    if (among?.length === 0) return [];
     const rows = await this.db
       .selectFrom('deliveries')
       .innerJoin('installations', 'installations.id', 'deliveries.installation_id')
       .leftJoin('installation_health', 'installation_health.installation_id', 'deliveries.installation_id')
       .select(['deliveries.installation_id', 'deliveries.organization_id', 'installations.status', 'installation_health.failing_now', (eb) => eb.fn.min<number>('deliveries.created_at').as('oldest')])
       .where('deliveries.status', '=', 'held')
+      .$if(among !== undefined, (q) => q.where('deliveries.installation_id', 'in', among!))
       .where('installations.status', '!=', 'paused')
       .where(({ not, exists, selectFrom }) => not(exists(selectFrom('operations').select('operations.id').whereRef('operations.installation_id', '=', 'deliveries.installation_id').where('operations.kind', '=', 'release_held').where('operations.status', '=', 'running'))))
       .groupBy(['deliveries.installation_id', 'deliveries.organization_id', 'installations.status', 'installation_health.failing_now'])

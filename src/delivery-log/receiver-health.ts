@@ -106,15 +106,19 @@ async function writeHealth(db: Kysely<Schema>, known: Set<string>, inserted: str
  * null), with when it was written (what API processes read, see ReceiverStates). Only changes
  * are written (`written`: what this process wrote, trusted for a minute), so receivers
  * that keep failing, or keep answering, cost nothing; all in one transaction, in one order.
+ * Answers the installations whose receivers were failing (whoever wrote it) and answer now.
  */
-export async function recordReceiverStates(db: Kysely<Schema>, written: Map<string, { state: ReceiverState; at: number }>, states: Map<string, ReceiverState>, now: number): Promise<void> {
+export async function recordReceiverStates(db: Kysely<Schema>, written: Map<string, { state: ReceiverState; at: number }>, states: Map<string, ReceiverState>, now: number): Promise<string[]> {
   const changed = [...states].filter(([installationId, state]) => {
     const last = written.get(installationId);
     return !last || last.state !== state || now - last.at > FAILING_NOW_TRUSTED_MS;
   });
-  if (changed.length === 0) return;
+  if (changed.length === 0) return [];
   changed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  await db.transaction().execute(async (trx) => {
+  const recovered = await db.transaction().execute(async (trx) => {
+    const answering = changed.filter(([, state]) => !isFailing(state)).map(([installationId]) => installationId);
+    // Read in the transaction that clears it: of processes writing one receiver's answers together, one sees it recover.
+    const wasFailing = answering.length ? await trx.selectFrom('installation_health').select('installation_id').where('installation_id', 'in', answering).where('failing_now_from', 'is not', null).execute() : [];
     for (const [installationId, state] of changed) {
       const from = isFailing(state) ? now : null;
       await trx
@@ -124,8 +128,10 @@ export async function recordReceiverStates(db: Kysely<Schema>, written: Map<stri
         .onConflict((oc) => oc.column('installation_id').doUpdateSet({ failing_now: state, failing_now_at: now, failing_now_from: from === null ? null : sql<number>`coalesce(installation_health.failing_now_from, ${from})` }))
         .execute();
     }
+    return wasFailing.map((row) => row.installation_id);
   });
   // A process's memory of installations, bounded: forgetting only costs a write.
   if (written.size > 10_000) written.clear();
   for (const [installationId, state] of changed) written.set(installationId, { state, at: now });
+  return recovered;
 }
