@@ -441,7 +441,7 @@ describe('installations’ flags a migration could not derive (0017), on both da
       const url = await testDatabaseUrl(kind, `flags_${kind}`);
       const key = process.env.TEST_ENCRYPTION_KEY!;
       const first = await openStores({ url, encryptionKey: key, namespace: 'test' });
-      const installation = (id: string, configuration: Record<string, unknown>, integration = 'webhook') => ({ id, integration, target: { org: 'org-flags' }, status: 'active' as const, events: ['space_content_updated'], scopes: [], configuration, url: 'https://e.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), revision: 1, signingSecrets: [] });
+      const installation = (id: string, configuration: Record<string, unknown>, integration = 'webhook', status: 'active' | 'deleted' = 'active') => ({ id, integration, target: { org: 'org-flags' }, status, events: ['space_content_updated'], scopes: [], configuration, url: 'https://e.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), revision: 1, signingSecrets: [] });
       const flags = async () => Object.fromEntries((await first.db.selectFrom('installations').select(['id', 'ordered', 'holds_while_failing']).orderBy('id').execute()).map((row) => [row.id, [Number(row.ordered), Number(row.holds_while_failing)]]));
       try {
         await first.installations.save(installation('ins_f1_opted_out', { auto_pause: false }));
@@ -451,17 +451,19 @@ describe('installations’ flags a migration could not derive (0017), on both da
         // Sealed with a key this process does not hold (rotated away without PLATFORM_DECRYPTION_KEYS).
         const otherKey = Buffer.alloc(32, 7).toString('base64');
         await new InstallationIndex(first.db, new Encryption(otherKey)).save(installation('ins_f5_other_key', { auto_pause: false }));
+        // Deleted, its key gone with it: left as it is, not a reason to look again.
+        await new InstallationIndex(first.db, new Encryption(otherKey)).save(installation('ins_f6_deleted', { auto_pause: false }, 'webhook', 'deleted'));
         // The log as 0016 left it, before 0017: every webhook not ordered holds, its row says so.
         await first.db.updateTable('installations').set({ holds_while_failing: 1 }).where('integration', '=', 'webhook').where('ordered', '=', 0).execute();
         await first.db.insertInto('sealed_rederivations').values({ name: 'installation_flags' }).execute();
-        assert.deepEqual(await flags(), { ins_f1_opted_out: [0, 1], ins_f2_default: [0, 1], ins_f3_ordered: [1, 0], ins_f4_integration: [0, 0], ins_f5_other_key: [0, 1] });
+        assert.deepEqual(await flags(), { ins_f1_opted_out: [0, 1], ins_f2_default: [0, 1], ins_f3_ordered: [1, 0], ins_f4_integration: [0, 0], ins_f5_other_key: [0, 1], ins_f6_deleted: [0, 1] });
 
         const logged: Record<string, unknown>[] = [];
         const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
         const second = await openStores({ url, encryptionKey: key, namespace: 'test', logger });
         await second.close();
         // The opted-out one no longer holds; the one no key opens keeps its flags, and is said.
-        assert.deepEqual(await flags(), { ins_f1_opted_out: [0, 0], ins_f2_default: [0, 1], ins_f3_ordered: [1, 0], ins_f4_integration: [0, 0], ins_f5_other_key: [0, 1] });
+        assert.deepEqual(await flags(), { ins_f1_opted_out: [0, 0], ins_f2_default: [0, 1], ins_f3_ordered: [1, 0], ins_f4_integration: [0, 0], ins_f5_other_key: [0, 1], ins_f6_deleted: [0, 1] });
         assert.equal(logged.find((line) => line.installations === 1 && /derived/.test(String(line.msg)))?.level, 30);
         assert.deepEqual(logged.find((line) => /no key opens/.test(String(line.msg)))?.ids, ['ins_f5_other_key']);
         assert.equal((await first.db.selectFrom('sealed_rederivations').selectAll().execute()).length, 1);

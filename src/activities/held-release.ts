@@ -11,15 +11,23 @@ type Held = Awaited<ReturnType<LogSweeps['heldOfActive']>>[number];
 const RECOVERED_AT_ONCE = 1000;
 
 /**
+ * A release started as its receiver recovers takes what is held up to this long after:
+ * ingest reads receivers' states once a second and a flush commits within its request's
+ * 1.8 s deadline, so events go on being held a moment after the state clears (the
+ * release's late look, 5 s on, takes them).
+ */
+const HELD_AFTER_RECOVERY_MS = 5000;
+
+/**
  * What becomes of deliveries held for installations that are not paused (see
  * LogSweeps.heldOfActive): a receiver that answers again gets a release of what was held,
  * a background operation as a resume's (in order of ingest, paced, in the API and the
  * Temporal UI), started on `taskQueue` (the platform's, where the operation workflow runs).
  */
 export function createHeldRelease(deps: { sweeps: LogSweeps; client: Client; logger: Logger; taskQueue: string }) {
-  async function startRelease(held: Held, why: string): Promise<void> {
-    // Its id is its installation's and its oldest held delivery's: started twice (a sweep run again, a batch and a sweep), it runs once.
-    const release: OperationRequest = { id: `op_release_${held.installationId}_held${held.oldest}`, kind: 'release_held', organizationId: held.organizationId, installationId: held.installationId, held: 'deliver', heldUntil: Date.now() };
+  async function startRelease(held: Held, heldUntil: number, why: string): Promise<void> {
+    // Its id is its installation's and its oldest held delivery's: started again while it runs (a sweep run again, a batch and a sweep), it runs once.
+    const release: OperationRequest = { id: `op_release_${held.installationId}_held${held.oldest}`, kind: 'release_held', organizationId: held.organizationId, installationId: held.installationId, held: 'deliver', heldUntil };
     await deps.client.workflow.start('operationWorkflow', { workflowId: operationWorkflowId(release.id), taskQueue: deps.taskQueue, args: [release] }).then(
       () => deps.logger.info({ installationId: held.installationId, operation: release.id }, why),
       (err: unknown) => {
@@ -39,7 +47,7 @@ export function createHeldRelease(deps: { sweeps: LogSweeps; client: Client; log
       const tries: PendingDelivery[] = [];
       for (const held of await deps.sweeps.heldOfActive(before, limit)) {
         if (!held.failing) {
-          await startRelease(held, 'held deliveries of an installation not paused released: its receiver answers');
+          await startRelease(held, Date.now(), 'held deliveries of an installation not paused released: its receiver answers');
           continue;
         }
         const oldest = await deps.sweeps.releaseOldestHeld(held.installationId);
@@ -51,7 +59,7 @@ export function createHeldRelease(deps: { sweeps: LogSweeps; client: Client; log
     /** Installations whose receivers an attempt batch saw answer again after failing: what they hold is released at once. */
     async recovered(installationIds: string[]): Promise<void> {
       for (const held of await deps.sweeps.heldOfActive(Date.now() + 1, RECOVERED_AT_ONCE, installationIds)) {
-        if (!held.failing) await startRelease(held, 'held deliveries released at once: their receiver answers again');
+        if (!held.failing) await startRelease(held, Date.now() + HELD_AFTER_RECOVERY_MS, 'held deliveries released at once: their receiver answers again');
       }
     },
   };

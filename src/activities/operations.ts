@@ -15,7 +15,7 @@ const OPERATION_PAGE = 500;
  * A page goes to the shards this many at a time, spread over PAGE_SPREAD_MS: handed over
  * at once, its 500 attempts went out together, and other installations' first attempts
  * queued behind them on the worker (bench (o), scale 0.2: another tenant's p99 571 ms
- * during a replay, 90 ms before; spread, 174 ms, the replay 450/s -> 257/s). A worker
+ * during a replay, 90 ms before; spread, 174 ms, the replay 450/s -> 256/s). A worker
  * that dies mid-page leaves the rest recorded and not handed over: the stranded sweep's.
  */
 const HAND_OVER_CHUNK = 25;

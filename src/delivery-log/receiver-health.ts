@@ -116,11 +116,19 @@ export async function recordReceiverStates(db: Kysely<Schema>, written: Map<stri
   if (changed.length === 0) return [];
   changed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const recovered = await db.transaction().execute(async (trx) => {
-    const answering = changed.filter(([, state]) => !isFailing(state)).map(([installationId]) => installationId);
-    // Read in the transaction that clears it: of processes writing one receiver's answers together, one sees it recover.
-    const wasFailing = answering.length ? await trx.selectFrom('installation_health').select('installation_id').where('installation_id', 'in', answering).where('failing_now_from', 'is not', null).execute() : [];
+    const cleared: string[] = [];
     for (const [installationId, state] of changed) {
       const from = isFailing(state) ? now : null;
+      if (from === null) {
+        // Answering after failing: cleared by a write that says so (no read before it, which
+        // SQLite may refuse to upgrade, and processes reading together would each see); of
+        // processes writing one receiver's answers together, the one that clears it sees it.
+        const wasFailing = await trx.updateTable('installation_health').set({ failing_now: state, failing_now_at: now, failing_now_from: null }).where('installation_id', '=', installationId).where('failing_now_from', 'is not', null).returning('installation_id').executeTakeFirst();
+        if (wasFailing) {
+          cleared.push(installationId);
+          continue;
+        }
+      }
       await trx
         .insertInto('installation_health')
         .values({ installation_id: installationId, consecutive_failures: 0, failing_now: state, failing_now_at: now, failing_now_from: from })
@@ -128,7 +136,7 @@ export async function recordReceiverStates(db: Kysely<Schema>, written: Map<stri
         .onConflict((oc) => oc.column('installation_id').doUpdateSet({ failing_now: state, failing_now_at: now, failing_now_from: from === null ? null : sql<number>`coalesce(installation_health.failing_now_from, ${from})` }))
         .execute();
     }
-    return wasFailing.map((row) => row.installation_id);
+    return cleared;
   });
   // A process's memory of installations, bounded: forgetting only costs a write.
   if (written.size > 10_000) written.clear();

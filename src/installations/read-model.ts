@@ -110,17 +110,17 @@ export class InstallationIndex {
     let changed = 0;
     const unopened: string[] = [];
     for (let after = ''; ; ) {
-      const rows = await this.db.selectFrom('installations').select(['id', 'integration', 'configuration', 'revision', 'ordered', 'holds_while_failing']).where('id', '>', after).orderBy('id').limit(REDERIVE_PAGE).execute();
+      // Deleted ones are left as they are: nothing is delivered to them, and an old key may be gone with them.
+      const rows = await this.db.selectFrom('installations').select(['id', 'integration', 'configuration', 'revision', 'ordered', 'holds_while_failing']).where('id', '>', after).where('status', '!=', 'deleted').orderBy('id').limit(REDERIVE_PAGE).execute();
       if (rows.length === 0) break;
       for (const row of rows) {
-        let configuration: Record<string, unknown>;
+        let flags: ReturnType<typeof flagsOf>;
         try {
-          configuration = JSON.parse(this.open(row.configuration)) as Record<string, unknown>;
+          flags = flagsOf({ integration: row.integration, configuration: JSON.parse(this.open(row.configuration)) as Record<string, unknown> });
         } catch {
           unopened.push(row.id);
           continue;
         }
-        const flags = flagsOf({ integration: row.integration, configuration });
         if (flags.ordered === Number(row.ordered) && flags.holds_while_failing === Number(row.holds_while_failing)) continue;
         const { numUpdatedRows } = await this.db.updateTable('installations').set(flags).where('id', '=', row.id).where('revision', '=', row.revision).executeTakeFirst();
         changed += Number(numUpdatedRows);
