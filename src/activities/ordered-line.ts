@@ -9,6 +9,11 @@ import type { AttemptBatchInput, AttemptBatchResult } from './attempt-batch';
 const PAGE = 100;
 /** A wait between retries heartbeats this often (the line's heartbeat timeout is 10 s). */
 const HEARTBEAT_MS = 2000;
+/**
+ * Between deliveries the line heartbeats this often at most: each heartbeat is a call into
+ * the SDK's core (a CPU profile of bench (p): one a delivery was 0.35 ms of the ~8 ms each took).
+ */
+const BETWEEN_DELIVERIES_HEARTBEAT_MS = 1000;
 
 /**
  * Heartbeats and waits `ms` (heartbeating on), at least a millisecond: a cancelled activity
@@ -44,6 +49,7 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
   return async function drainLine(installationId: string): Promise<'drained' | 'gone'> {
     // The line's run, which each attempt's record links to.
     const { workflowId = '', runId = '' } = Context.current().info.workflowExecution ?? {};
+    let heartbeatAt = performance.now();
     for (;;) {
       const target = await deps.installations.get(installationId);
       // Deleted, or no longer ordered: its shards end what is pending (skipped, failed, or attempted).
@@ -59,7 +65,10 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
           await waitHeartbeating(result.retryInMs ?? 0);
         }
         // Between deliveries too: a line whose receiver answers at once sends for long without a retry's wait.
-        Context.current().heartbeat();
+        if (performance.now() - heartbeatAt >= BETWEEN_DELIVERIES_HEARTBEAT_MS) {
+          Context.current().heartbeat();
+          heartbeatAt = performance.now();
+        }
       }
     }
   };
