@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { CompiledQuery, Kysely, sql, SqliteDialect } from 'kysely';
+import { CompiledQuery, Kysely, sql, SqliteDialect, type KyselyPlugin } from 'kysely';
 import pino from 'pino';
 import SqliteDatabase from 'better-sqlite3';
 import { isDatabaseUnavailable } from '../src/delivery-log/database';
@@ -473,6 +473,29 @@ describe('installations’ flags a migration could not derive (0017), on both da
         await third.close();
         assert.deepEqual((await flags()).ins_f5_other_key, [0, 0]);
         assert.deepEqual(await first.db.selectFrom('sealed_rederivations').selectAll().execute(), []);
+        // A change saved between the derivation's read and its write is the newer: its flags stand.
+        // (Saved through a connection of its own: SQLite's connection is the derivation's until its read's result is handed on.)
+        const elsewhere = await openStores({ url, encryptionKey: key, namespace: 'test' });
+        await first.db.updateTable('installations').set({ holds_while_failing: 1 }).where('id', '=', 'ins_f1_opted_out').execute();
+        await first.db.insertInto('sealed_rederivations').values({ name: 'installation_flags' }).execute();
+        let raced = false;
+        const racing: KyselyPlugin = {
+          transformQuery: (args) => args.node,
+          // Once the page is read, the installation changes (auto_pause on again, revision 2) before the derivation writes.
+          async transformResult(args) {
+            if (!raced && args.result.rows.some((row) => (row as { id?: string }).id === 'ins_f1_opted_out')) {
+              raced = true;
+              await elsewhere.installations.save({ ...installation('ins_f1_opted_out', { auto_pause: true }), revision: 2 });
+            }
+            return args.result;
+          },
+        };
+        const derived = await new InstallationIndex(first.db.withPlugin(racing), new Encryption(key, [otherKey])).rederiveFlags().finally(() => elsewhere.close());
+        assert.deepEqual(derived, { changed: 0, unopened: [] });
+        assert.ok(raced);
+        assert.deepEqual((await flags()).ins_f1_opted_out, [0, 1], 'held, as its newer configuration says');
+        await first.installations.save({ ...installation('ins_f1_opted_out', { auto_pause: false }), revision: 3 });
+
         // Never again: a flag written since (by hand here) stays as it is.
         await first.db.updateTable('installations').set({ holds_while_failing: 1 }).where('id', '=', 'ins_f1_opted_out').execute();
         assert.deepEqual(await first.installations.rederiveFlags(), { changed: 0, unopened: [] });
