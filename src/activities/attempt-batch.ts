@@ -18,6 +18,7 @@ import { deliversInOrder, sendIntervalMs, WEBHOOK_INTEGRATION } from '../install
 import { isNoRoom } from '../isolates/isolate-error';
 import { trace } from '@opentelemetry/api';
 import { linksTo } from '../tracing';
+import type { FirstAttemptLag } from './yielding-pace';
 
 export interface AttemptBatchInput {
   /** The shard run making the attempts; each record links to it. */
@@ -65,6 +66,8 @@ export interface AttemptBatchDependencies extends AttemptSenderDependencies {
   draining?: AbortSignal;
   /** Deliveries a shard held for an installation that has since become ordered go to its line (see IngestService.handOverRecorded). */
   handOver?: (deliveries: PendingDelivery[]) => Promise<void>;
+  /** Told how long after its record each new event's first attempt starts: background hand-overs give way when that grows (see YieldingPace). */
+  firstAttempts?: FirstAttemptLag;
 }
 
 /** How long after a delivery to integration code found no room in the isolate pool (having waited 5 s for it) its attempt is tried again. */
@@ -191,6 +194,8 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
             if (held > 0) return void later.push({ id, inMs: held });
           }
           if (!outcome) {
+            // A throttled installation's first attempts wait by design, a replay's by its operation's pace: neither says how busy the worker is.
+            if (attempt === 1 && interval === undefined && delivery.replayOf === undefined) deps.firstAttempts?.note(Date.now() - delivery.createdAt);
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
             // Claimed by another run meanwhile: its attempt, whose answer is waited for.
             if (!(await starts.submit({ started, run: input }))) return void later.push({ id, inMs: BUSY_RETRY_MS });

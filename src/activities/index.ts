@@ -15,6 +15,7 @@ import { createAutoPause } from './auto-pause';
 import { createHeldRelease } from './held-release';
 import { createLineDrain } from './ordered-line';
 import { createOperationActivities, type OperationDependencies } from './operations';
+import { FirstAttemptLag } from './yielding-pace';
 import { planOperationalDeliveries, type OperationalEvent } from '../installations/operational-events';
 
 /** What installation workflows hand to dispatchInstallationEvents. */
@@ -72,11 +73,12 @@ const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdat
 
 export function createActivities(deps: ActivityDependencies) {
   const releaseHeld = createHeldRelease(deps);
-  const attemptDeliveries = createAttemptBatch({ ...deps, afterOutcomes: createAutoPause(deps), afterRecovery: releaseHeld.recovered, handOver: (deliveries) => deps.ingest.handOverRecorded(deliveries) });
+  const firstAttempts = new FirstAttemptLag();
+  const attemptDeliveries = createAttemptBatch({ ...deps, firstAttempts, afterOutcomes: createAutoPause(deps), afterRecovery: releaseHeld.recovered, handOver: (deliveries) => deps.ingest.handOverRecorded(deliveries) });
   return {
     attemptDeliveries,
     drainLine: createLineDrain(deps, attemptDeliveries),
-    ...createOperationActivities(deps),
+    ...createOperationActivities(deps, firstAttempts),
 
     /** Deliveries the platform could not attempt end failed, with the reason, and stay replayable. */
     async failDeliveries(ids: string[], reason: string): Promise<void> {

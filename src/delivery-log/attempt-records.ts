@@ -42,8 +42,8 @@ export class AttemptRecords {
     const asked = new Map(entries.map((entry) => [entry.id, entry.attempt]));
     const found = new Map<string, DeliveryToAttempt>();
     for (const part of chunks([...asked.keys()])) {
-      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body', 'created_at']).where('id', 'in', part).where('status', '=', 'pending').execute();
-      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), createdAt: Number(row.created_at), interruptedBefore: 0 });
+      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body', 'created_at', 'replay_of']).where('id', 'in', part).where('status', '=', 'pending').execute();
+      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), createdAt: Number(row.created_at), interruptedBefore: 0, ...(row.replay_of !== null && { replayOf: row.replay_of }) });
       const rerun = rows.filter((row) => row.attempts >= asked.get(row.id)!).map((row) => row.id);
       for (const record of rerun.length ? await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', rerun).execute() : []) {
         if (record.attempt === asked.get(record.delivery_id)) found.get(record.delivery_id)!.recorded = attemptOf(record);

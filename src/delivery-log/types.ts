@@ -88,7 +88,7 @@ export interface EventRecord {
 }
 
 /** One delivery of an attempt batch, as the log knows it: as planned, with what earlier runs recorded of it. */
-export interface DeliveryToAttempt extends Pick<NewDelivery, 'id' | 'eventId' | 'installationId' | 'eventType' | 'body'> {
+export interface DeliveryToAttempt extends Pick<NewDelivery, 'id' | 'eventId' | 'installationId' | 'eventType' | 'body' | 'replayOf'> {
   /** ms since 1970: when it was recorded (its place in an ordered line). */
   createdAt: number;
   /** The attempt asked for, when an earlier run of the batch recorded it: returned instead of sending it again. */

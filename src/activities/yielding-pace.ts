@@ -1,0 +1,102 @@
+/** First attempts kept for FirstAttemptLag's window: at a thousand a second, the last half second. */
+const SAMPLES = 512;
+/**
+ * A first attempt made this long after its record was not a new event's: it was held,
+ * stranded, or released; it says nothing of how busy the worker is now (a timer's
+ * lateness speaks for a worker that far behind).
+ */
+const LIVE_MS = 10_000;
+
+/** The quickest first attempt of the last one or two of these periods is the lag's floor. */
+const FLOOR_PERIOD_MS = 10_000;
+
+/**
+ * How long after its record each first attempt of a new event was made in this process
+ * (not a replay's, not a throttled installation's, which wait by design): what a background
+ * hand-over must not make longer. A ring of the latest, read by window, and the lag's
+ * floor: the quickest of the last 10 to 20 s, what ingest, Temporal and the log take with
+ * no queue ahead (as TCP Vegas takes the least round trip for the path's own). How much
+ * later than the floor first attempts start is how long they queued.
+ */
+export class FirstAttemptLag {
+  private readonly at = new Float64Array(SAMPLES);
+  private readonly lagMs = new Float64Array(SAMPLES);
+  private next = 0;
+  private count = 0;
+  private floor = { period: -1, least: Infinity, before: Infinity };
+
+  note(lagMs: number): void {
+    if (lagMs > LIVE_MS) return;
+    const now = performance.now();
+    this.at[this.next] = now;
+    this.lagMs[this.next] = lagMs;
+    this.next = (this.next + 1) % SAMPLES;
+    this.count = Math.min(SAMPLES, this.count + 1);
+    const period = Math.floor(now / FLOOR_PERIOD_MS);
+    if (period !== this.floor.period) this.floor = { period, least: Infinity, before: period === this.floor.period + 1 ? this.floor.least : Infinity };
+    this.floor.least = Math.min(this.floor.least, lagMs);
+  }
+
+  /** The quickest first attempt of this period and the one before (Infinity when none was noted). */
+  get floorMs(): number {
+    return Math.min(this.floor.least, this.floor.before);
+  }
+
+  /** The median of the lags noted since `from` (performance.now()), the lower of the two middle ones; undefined when none was. */
+  medianSince(from: number): number | undefined {
+    const lags: number[] = [];
+    for (let i = 0; i < this.count; i++) if (this.at[i]! >= from) lags.push(this.lagMs[i]!);
+    if (lags.length === 0) return undefined;
+    lags.sort((a, b) => a - b);
+    return lags[Math.ceil(lags.length / 2) - 1];
+  }
+}
+
+export interface YieldingPaceOptions {
+  /** The gap when nothing asks for room: the fastest pace. */
+  baseMs: number;
+  /** The longest gap: the slowest pace, so that a backlog always moves. */
+  maxMs: number;
+  /** How late a timer may fire before the loop counts as busy. */
+  lateMs: number;
+  /** How much later than the lag's floor (see FirstAttemptLag) new events' first attempts may start, at the median over a gap, before they count as delayed. */
+  delayMs: number;
+}
+
+/**
+ * The pace of background hand-overs (bulk replays, releases of held deliveries): they take
+ * the room that new events leave. After each gap, it looks at what the gap was like: if
+ * new events' first attempts in this process started more than `delayMs` later than their
+ * floor (at the median: on an idle worker the slowest tenth is 30 ms past the floor in
+ * 7-15% of gaps, which kept a replay near its slowest for nothing), or its own timer fired later than `lateMs` (the loop busy, the CPU taken), the
+ * next gap doubles; otherwise it shrinks back by one base step. A backlog goes as fast as
+ * the worker has room for, instead of a fixed share of it whatever else asks.
+ *
+ * One pace per process, shared by its operations: two replays give way together.
+ */
+export class YieldingPace {
+  private gapMs: number;
+
+  constructor(
+    private readonly options: YieldingPaceOptions,
+    private readonly firstAttempts: FirstAttemptLag,
+  ) {
+    this.gapMs = options.baseMs;
+  }
+
+  /** Waits the current gap with `sleep` (a cancellable one), then sets the next gap by what happened meanwhile. */
+  async wait(sleep: (ms: number) => Promise<void>): Promise<void> {
+    const asked = this.gapMs;
+    const from = performance.now();
+    await sleep(asked);
+    const late = performance.now() - from - asked;
+    const delay = (this.firstAttempts.medianSince(from) ?? 0) - this.firstAttempts.floorMs;
+    const { baseMs, maxMs, lateMs, delayMs } = this.options;
+    this.gapMs = late > lateMs || delay > delayMs ? Math.min(maxMs, this.gapMs * 2) : Math.max(baseMs, this.gapMs - baseMs);
+  }
+
+  /** The gap the next wait takes. */
+  get nextGapMs(): number {
+    return this.gapMs;
+  }
+}
