@@ -30,22 +30,22 @@ describe('the first-attempt lag a replay gives way to', function () {
   });
   after(async () => Promise.all([platform.stop(), receiver.stop()]));
 
-  /** A delivery to `installationId` recorded at `recordedAt`, handed to no shard: only the batch below attempts it. */
-  async function recorded(installationId: string, recordedAt = Date.now()): Promise<string> {
+  /** A delivery to `installationId` recorded at `recordedAt` (pending, or held), handed to no shard: only the batch below attempts it. */
+  async function recorded(installationId: string, recordedAt = Date.now(), held = false): Promise<string> {
     const eventId = `evt_lag_${randomBytes(4).toString('hex')}`;
     const id = `${eventId}:${installationId}`;
-    const event: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url }] };
+    const event: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url, ...(held && { held: true as const }) }] };
     await platform.stores.events.recordEvents([event], recordedAt);
     return id;
   }
 
-  /** Attempts `ids` as one batch; answers the median lag it noted (undefined: none). */
-  async function lagNoted(ids: string[]): Promise<number | undefined> {
+  /** Attempts `ids` as one batch (of the prompt lane's, or not); answers the median lag it noted (undefined: none). */
+  async function lagNoted(ids: string[], prompt = true): Promise<number | undefined> {
     const { stores, runtime, settings } = platform.parts;
     const firstAttempts = new FirstAttemptLag();
     const attemptDeliveries = createAttemptBatch({ attempts: stores.attempts, installations: stores.installations, runtime, baseUrl: settings.baseUrl, webhookGuard: settings.webhookGuard, logger: createLogger('warn'), pace: stores.pace, firstAttempts });
     const from = performance.now();
-    const results: AttemptBatchResult[] = await new MockActivityEnvironment({ heartbeatTimeoutMs: 5000 }).run(attemptDeliveries, { workflowId: 'delivery-shard/test', runId: 'run-1', entries: ids.map((id) => ({ id, attempt: 1 })) });
+    const results: AttemptBatchResult[] = await new MockActivityEnvironment({ heartbeatTimeoutMs: 5000 }).run(attemptDeliveries, { workflowId: 'delivery-shard/test', runId: 'run-1', entries: ids.map((id) => ({ id, attempt: 1 })), ...(prompt && { prompt: true as const }) });
     assert.deepEqual(results.map((result) => result.status), ids.map(() => 'delivered'));
     return firstAttempts.medianSince(from);
   }
@@ -57,10 +57,16 @@ describe('the first-attempt lag a replay gives way to', function () {
     assert.ok(lag !== undefined && lag >= 300 && lag < 300 + (Date.now() - before), `lag ${lag}`);
   });
 
-  it('does not note a replay’s, a throttled installation’s, or one recorded long ago', async function () {
+  it('does not note a replay’s, one released from a hold, a throttled installation’s, one recorded long ago, nor one outside the prompt lane', async function () {
     const original = await recorded(hook.id);
     assert.equal(await lagNoted([original]) !== undefined, true);
     const [replay] = await platform.stores.events.recordReplays([{ ...(await platform.stores.deliveries.get(original))!, url: receiver.url }]);
-    assert.equal(await lagNoted([replay!.id, await recorded(throttled.id), await recorded(hook.id, Date.now() - 60_000)]), undefined);
+    const held = await recorded(hook.id, Date.now() - 1000, true);
+    const released = await platform.stores.sweeps.releaseOldestHeld(hook.id);
+    assert.equal(released?.id, held);
+    // Older than 30 s, younger than the stranded sweep's minute (which would hand it to a shard meanwhile).
+    const old = await recorded(hook.id, Date.now() - 45_000);
+    assert.equal(await lagNoted([replay!.id, released!.id, await recorded(throttled.id), old]), undefined);
+    assert.equal(await lagNoted([await recorded(hook.id)], false), undefined);
   });
 });

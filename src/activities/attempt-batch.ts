@@ -32,6 +32,8 @@ export interface AttemptBatchInput {
   entries: { id: string; attempt: number; trace?: string; notBefore?: number; clock?: string }[];
   /** Made by an ordered installation's line; a shard's batch leaves such an installation's deliveries to its line. */
   line?: true;
+  /** Made in a shard's lane of prompt receivers' first attempts: how late they start is what background hand-overs give way to (see YieldingPace). */
+  prompt?: true;
 }
 
 /** What the shard needs back: nothing for a finished delivery, what is left of the wait for one to retry. */
@@ -86,6 +88,14 @@ const BUSY_RETRY_MS = 2000;
 
 /** How long an attempt's outcome may wait for others to share its write (see OutcomeRecorder). */
 const RECORD_EVERY_MS = 20;
+
+/**
+ * Whether a delivery's attempt is a new event's first: not a replay's, nor one released
+ * from a hold, whose operations pace them (see YieldingPace). With the prompt lane, no
+ * throttle and no wait asked for, how late it starts after its record says how busy the
+ * worker is.
+ */
+const isNew = (delivery: DeliveryToAttempt, attempt: number): boolean => attempt === 1 && delivery.replayOf === undefined && delivery.releasedAt === undefined;
 
 /** How a superseded run ends (see batchCancellation): cancelled, as the SDK reports a cancellation, never with a partial answer. */
 const supersededFailure = () => new CancelledFailure('a newer run of this batch makes its attempts');
@@ -194,11 +204,10 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
             if (held > 0) return void later.push({ id, inMs: held });
           }
           if (!outcome) {
-            // A throttled installation's first attempts wait by design, a replay's by its operation's pace: neither says how busy the worker is.
-            if (attempt === 1 && interval === undefined && delivery.replayOf === undefined) deps.firstAttempts?.note(Date.now() - delivery.createdAt);
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
             // Claimed by another run meanwhile: its attempt, whose answer is waited for.
             if (!(await starts.submit({ started, run: input }))) return void later.push({ id, inMs: BUSY_RETRY_MS });
+            if (input.prompt && interval === undefined && entry.notBefore === undefined && isNew(delivery, attempt)) deps.firstAttempts?.note(Date.now() - delivery.createdAt);
             outcome = await tracedAttempt(delivery, entry, target!, stopped).catch(async (err: unknown) => {
               if (!isNoRoom(err) && !(err instanceof UnsentError)) throw err;
               // No attempt was made: the same one is made later, not taken for interrupted.

@@ -15,7 +15,7 @@ const OPERATION_PAGE = 500;
 
 /**
  * A page goes to the shards this many at a time, at least HAND_OVER_GAP_MS apart, further
- * apart while the worker is busy (see YieldingPace): handed over at once, its 500
+ * apart while new events' first attempts on the worker start late (see YieldingPace): handed over at once, its 500
  * attempts went out together, and other installations' first attempts queued behind them
  * on the worker (bench (o), scale 0.2: another tenant's p99 571 ms during a replay, 90 ms
  * before). A worker that dies mid-page leaves the rest recorded and not handed over: the
@@ -23,13 +23,16 @@ const OPERATION_PAGE = 500;
  */
 const HAND_OVER_CHUNK = 25;
 const HAND_OVER_GAP_MS = 25;
-/**
- * The longest gap: a page of 20 parts takes 10 s at most (its activity's timeout is 30 s),
- * so a backlog moves at some 48 a second however busy the worker is.
- */
+/** The longest gap: a page's 20 parts 10 s apart at most, so a backlog moves at some 48 a second however busy the worker is. */
 const HAND_OVER_MAX_GAP_MS = 500;
-/** A timer firing this late says the worker's loop is busy. */
-const BUSY_LATENESS_MS = 10;
+/**
+ * A page gives way for this long at most, then hands over what is left at once: its
+ * activity's timeout is 30 s, and a hand-over can take 1.5 s while Temporal is slow, as
+ * it is when the worker is busy.
+ */
+const GIVE_WAY_MS = 10_000;
+/** No hand-over for this long, no operation runs on the worker: the next starts from the least gap (between two pages of one, a few seconds pass at most). */
+const PACE_FORGOTTEN_MS = 10_000;
 /**
  * New events' first attempts starting this much later than the quickest of late (their
  * median over a gap) are being delayed. Here, with nothing else running, they start 22 ms
@@ -55,11 +58,12 @@ export interface OperationPage {
 
 /** The activities of background operations (see operationWorkflow): each page idempotent, so a retried one does nothing twice. */
 export function createOperationActivities(deps: OperationDependencies, firstAttempts: FirstAttemptLag) {
-  const pace = new YieldingPace({ baseMs: HAND_OVER_GAP_MS, maxMs: HAND_OVER_MAX_GAP_MS, lateMs: BUSY_LATENESS_MS, delayMs: FIRST_ATTEMPT_DELAY_MS }, firstAttempts);
+  const pace = new YieldingPace({ baseMs: HAND_OVER_GAP_MS, maxMs: HAND_OVER_MAX_GAP_MS, idleMs: PACE_FORGOTTEN_MS, delayMs: FIRST_ATTEMPT_DELAY_MS }, firstAttempts);
   async function handOver(deliveries: PendingDelivery[]): Promise<void> {
     const parts = Math.ceil(deliveries.length / HAND_OVER_CHUNK);
+    const givesWayUntil = performance.now() + GIVE_WAY_MS;
     for (let part = 0; part < parts; part++) {
-      if (part > 0) {
+      if (part > 0 && performance.now() < givesWayUntil) {
         await pace.wait((ms) => Context.current().sleep(ms));
         operationHandOverGap.set(pace.nextGapMs / 1000);
       }

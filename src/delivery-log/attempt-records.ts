@@ -42,8 +42,12 @@ export class AttemptRecords {
     const asked = new Map(entries.map((entry) => [entry.id, entry.attempt]));
     const found = new Map<string, DeliveryToAttempt>();
     for (const part of chunks([...asked.keys()])) {
-      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body', 'created_at', 'replay_of']).where('id', 'in', part).where('status', '=', 'pending').execute();
-      for (const row of rows) found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), createdAt: Number(row.created_at), interruptedBefore: 0, ...(row.replay_of !== null && { replayOf: row.replay_of }) });
+      const rows = await this.db.selectFrom('deliveries').select(['id', 'event_id', 'installation_id', 'event_type', 'attempts', 'body', 'created_at', 'updated_at', 'replay_of']).where('id', 'in', part).where('status', '=', 'pending').execute();
+      for (const row of rows) {
+        // Never attempted, changed since its record: released from a hold (see releaseHeld, releaseOldestHeld).
+        const released = row.attempts === 0 && Number(row.updated_at) !== Number(row.created_at);
+        found.set(row.id, { id: row.id, eventId: row.event_id, installationId: row.installation_id, eventType: row.event_type, body: this.encryption.open(row.body), createdAt: Number(row.created_at), interruptedBefore: 0, ...(row.replay_of !== null && { replayOf: row.replay_of }), ...(released && { releasedAt: Number(row.updated_at) }) });
+      }
       const rerun = rows.filter((row) => row.attempts >= asked.get(row.id)!).map((row) => row.id);
       for (const record of rerun.length ? await this.db.selectFrom('attempts').selectAll().where('delivery_id', 'in', rerun).execute() : []) {
         if (record.attempt === asked.get(record.delivery_id)) found.get(record.delivery_id)!.recorded = attemptOf(record);

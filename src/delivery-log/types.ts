@@ -101,6 +101,8 @@ export interface DeliveryToAttempt extends Pick<NewDelivery, 'id' | 'eventId' | 
   interrupted?: StartedAttempt & { workflowId: string };
   /** Earlier attempts recorded `interrupted`: their answers were never seen. */
   interruptedBefore: number;
+  /** ms since 1970: when it was released from a hold (held, then pending again, never attempted), if it was. */
+  releasedAt?: number;
 }
 
 /** An attempt as written before it goes out (see AttemptRecords.recordStarted). */

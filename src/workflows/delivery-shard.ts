@@ -2,7 +2,7 @@ import * as wf from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import { busy, invalid } from '../contracts/failures';
 import { backlogQuery, enqueueUpdate, handOverSignal, MAX_BACKLOG, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
-import { SHARED_LANE_BATCHES, SHARED_LANE_BATCHES_BEFORE_CAP, isRetryLane } from './shard-lanes';
+import { PROMPT_LANE, SHARED_LANE_BATCHES, SHARED_LANE_BATCHES_BEFORE_CAP, isRetryLane } from './shard-lanes';
 import { ShardState } from './shard-state';
 import { isFailing } from '../webhooks/schedule';
 
@@ -112,7 +112,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
     const batch = state.started(lane, entries);
     try {
       const attemptBatch = apart && isRetryLane(lane) ? attemptRetries : activities.attemptDeliveries;
-      const results = await attemptBatch({ workflowId, runId, entries: entries.map(({ id, attempt, trace, notBefore, clock }) => ({ id, attempt, ...(trace && { trace }), ...(notBefore !== undefined && { notBefore, clock }) })) });
+      const results = await attemptBatch({ workflowId, runId, entries: entries.map(({ id, attempt, trace, notBefore, clock }) => ({ id, attempt, ...(trace && { trace }), ...(notBefore !== undefined && { notBefore, clock }) })), ...(lane === PROMPT_LANE && { prompt: true as const }) });
       state.settle(lane, entries, results);
     } catch (err) {
       // The platform could not attempt them (its retries spent): a final, replayable state.

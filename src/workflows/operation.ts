@@ -3,16 +3,17 @@ import type { createActivities } from '../activities';
 import { cancelOperationSignal } from '../contracts/operation';
 import { operationPhases, type OperationRequest, type PageCursor } from '../delivery-log/types';
 
-// A page takes a second or so (its hand-over spread over half of it): a worker that died with one is found out within 30 s.
+// A page takes a second or so, up to some 12 s while its hand-over gives way to new events (see operationPage): a worker that died with one is found out within 30 s.
 const { beginOperation, operationPage, finishOperation } = wf.proxyActivities<ReturnType<typeof createActivities>>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
 /**
- * The pause between two pages: 500 deliveries a page (handed to the shards over half a
- * second, see operationPage), at most 500 a second, so that a large backlog shares them
- * with other installations' new events instead of filling their queues ahead of them.
+ * The pause between two pages: 500 deliveries a page (handed to the shards 25 at a time,
+ * at least 25 ms apart, see operationPage), at most 500 a second, so that a large backlog
+ * shares them with other installations' new events instead of filling their queues ahead
+ * of them.
  */
 const PAGE_PAUSE = '500 milliseconds';
 /** Pages a run takes before it continues as new (some 8 history events each). */
