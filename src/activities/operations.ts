@@ -15,15 +15,15 @@ const OPERATION_PAGE = 500;
 
 /**
  * A page goes to the shards this many at a time, at least HAND_OVER_GAP_MS apart, further
- * apart while new events' first attempts on the worker start late (see YieldingPace): handed over at once, its 500
- * attempts went out together, and other installations' first attempts queued behind them
- * on the worker (bench (o), scale 0.2: another tenant's p99 571 ms during a replay, 90 ms
- * before). A worker that dies mid-page leaves the rest recorded and not handed over: the
- * stranded sweep's.
+ * apart while new events' first attempts on the worker start late (see YieldingPace).
+ * Handed over at once, its 500 attempts went out together, and other installations' first
+ * attempts queued behind them on the worker (bench (o), scale 0.2: another tenant's p99
+ * 571 ms during a replay, 90 ms before). A worker that dies mid-page leaves the rest
+ * recorded and not handed over: the stranded sweep's.
  */
 const HAND_OVER_CHUNK = 25;
 const HAND_OVER_GAP_MS = 25;
-/** The longest gap: a page's 20 parts 10 s apart at most, so a backlog moves at some 48 a second however busy the worker is. */
+/** The longest gap: a page's 20 parts then take 10 s, so a backlog moves at some 48 a second however busy the worker is. */
 const HAND_OVER_MAX_GAP_MS = 500;
 /**
  * A page gives way for this long at most, then hands over what is left at once: its
@@ -34,8 +34,8 @@ const GIVE_WAY_MS = 10_000;
 /** No hand-over for this long, no operation runs on the worker: the next starts from the least gap (between two pages of one, a few seconds pass at most). */
 const PACE_FORGOTTEN_MS = 10_000;
 /**
- * New events' first attempts starting this much later than the quickest of late (their
- * median over a gap) are being delayed. Here, with nothing else running, they start 22 ms
+ * New events' first attempts starting this much later than the quickest of the last minute
+ * or two (their median over a gap) are being delayed. Here, with nothing else running, they start 22 ms
  * after their record at the quickest, 30 at the median, 47 at p90 (bench (o), 395 of
  * them); their median over a gap is 30 ms past the quickest in 2-5% of gaps.
  */
