@@ -14,11 +14,11 @@ const FLOOR_PERIOD_MS = 60_000;
 
 /**
  * How long after its record each first attempt of a new event was made in this process
- * (not a replay's, not a throttled installation's, which wait by design): what a background
+ * (which ones count, the attempt batch decides: see its isNew): what a background
  * hand-over must not make longer. A ring of the latest, read by window, and the lag's
- * floor: the quickest of the last one to two minutes, what ingest, Temporal and the log take with
- * no queue ahead (as TCP Vegas takes the least round trip for the path's own). How much
- * later than the floor first attempts start is how long they queued.
+ * floor: the quickest of the last one to two minutes, what ingest, Temporal and the log
+ * take with no queue ahead (as TCP Vegas takes the least round trip for the path's own).
+ * How much later than the floor first attempts start is how long they queued.
  */
 export class FirstAttemptLag {
   private readonly at = new Float64Array(SAMPLES);

@@ -50,7 +50,7 @@ export const installationPauses = new Counter({
 });
 export const operationHandOverGap = new Gauge({
   name: 'platform_operation_hand_over_gap_seconds',
-  help: 'The gap between two hand-overs of a background operation’s deliveries (bulk replays, releases of held deliveries), 25 at a time: 0.025 while new events’ first attempts start on time, doubled (up to 0.5) while they start late or the worker is busy',
+  help: 'The gap between two hand-overs of a background operation’s deliveries (bulk replays, releases of held deliveries), 25 at a time: 0.025 while new events’ first attempts start on time, doubled (up to 0.5) while they start late',
   registers: [registry],
 });
 export const retriesScheduled = new Counter({ name: 'platform_retries_scheduled_total', help: 'Attempts that ended in a retry wait', registers: [registry] });
