@@ -17,7 +17,11 @@ describe('ordered delivery: one at a time, in the order recorded', function () {
     return n === 0 && flaky(eventId) ? { status: 503 } : { status: 200 };
   });
   const other = new ScriptedReceiver(() => ({ status: 200 }));
-  const suite = workerProcessSuite(platform, [ordered, other]);
+  /** Its first POST is answered once the test says so. */
+  let answerFirst = () => undefined as void;
+  const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+  const holding = new ScriptedReceiver((n) => (n === 0 ? { status: 200, until: firstAnswered } : { status: 200 }));
+  const suite = workerProcessSuite(platform, [ordered, other, holding]);
 
   /** The eventIds in the order the receiver got them, a retry of the same event next to it counted once. */
   const arrivalOrder = () => ordered.requests.map((request) => (JSON.parse(request.body) as { eventId: string }).eventId).filter((eventId, i, all) => eventId !== all[i - 1]);
@@ -60,4 +64,18 @@ describe('ordered delivery: one at a time, in the order recorded', function () {
     assert.ok(deliveries.every((delivery) => delivery.status === 'delivered'));
     assert.ok(deliveries.some((delivery) => delivery.attempts.length > 1), 'some were retried (503) in their place');
   });
+
+  it('reads the next delivery while the one ahead is out, but its installation at its own attempt: a pause answered meanwhile holds it back', async function () {
+    this.timeout(120_000);
+    const hook = await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space: 'sp-held-line' }, holding.url, { space_content_updated: true, ordered: true });
+    const [first, second] = [await platform.ingest(spaceEvent(suite.tenant.org, 'sp-held-line')), await platform.ingest(spaceEvent(suite.tenant.org, 'sp-held-line'))];
+    await waitFor(async () => (holding.requests.length >= 1 ? true : undefined), 60_000, 'the first POST out');
+    assert.equal((await platform.http('POST', `/v1/installations/${hook.id}/pause`, { token: suite.tenant.token })).status, 200);
+    answerFirst();
+    assert.equal((await platform.finalDelivery(`${first.body.eventId}:${hook.id}`, suite.tenant.token, 60_000)).status, 'delivered');
+    const next = await platform.finalDelivery(`${second.body.eventId}:${hook.id}`, suite.tenant.token, 60_000);
+    assert.deepEqual([next.status, next.failureReason, next.attempts.length], ['failed', 'installation_paused', 0], JSON.stringify(next));
+    assert.equal(holding.requests.length, 1, 'nothing sent after the pause was answered');
+  });
 });
+

@@ -36,6 +36,18 @@ export interface AttemptBatchInput {
   prompt?: true;
 }
 
+/**
+ * What an ordered line gives its one-delivery batch beside the input (in the process only,
+ * never an activity's input): the line reads its next delivery while this one is out, off
+ * the path between one answer and the next POST.
+ */
+export interface LineStep {
+  /** This batch's deliveries, read while the attempt ahead of them was out (see AttemptRecords.toAttempt); undefined if that read failed. */
+  read?: Promise<Map<string, DeliveryToAttempt> | undefined>;
+  /** Called once this batch's attempt is claimed and going out. */
+  sending?: () => void;
+}
+
 /** What the shard needs back: nothing for a finished delivery, what is left of the wait for one to retry. */
 export interface AttemptBatchResult {
   id: string;
@@ -128,7 +140,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
     deps.logger.warn({ workflowId: input.workflowId, runId: input.runId, absent: absent.length, ids: absent.slice(0, 10) }, 'deliveries handed over are not in the delivery log: nothing to attempt');
   }
 
-  return async function attemptDeliveries(input: AttemptBatchInput): Promise<AttemptBatchResult[]> {
+  return async function attemptDeliveries(input: AttemptBatchInput, line?: LineStep): Promise<AttemptBatchResult[]> {
     // Every half of the heartbeat timeout (the shard's is 5 s), no more often: each heartbeat
     // the SDK sends is a write of the server. A batch waiting for its retries' time (2 s at
     // most) sends none; one whose receiver hangs for the 10 s attempt timeout sends two.
@@ -143,7 +155,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       await waitUntil(Math.min(...input.entries.map(timeOf)), either);
       // Superseded before it read the log: the newer run has it all (what it started, read here, would be taken for interrupted).
       if (superseded.aborted) throw supersededFailure();
-      const deliveries = await deps.attempts.toAttempt(input.entries);
+      const deliveries = (await line?.read) ?? (await deps.attempts.toAttempt(input.entries));
       await reportAbsent(input, deliveries);
       const readAt = Date.now();
       /** When each attempt made by this run ended (performance.now()), and how long after its time (see AttemptBatchResult's tookMs). */
@@ -208,6 +220,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
             // Claimed by another run meanwhile: its attempt, whose answer is waited for.
             if (!(await starts.submit({ started, run: input }))) return void later.push({ id, inMs: BUSY_RETRY_MS });
             if (input.prompt && interval === undefined && entry.notBefore === undefined && isNew(delivery, attempt)) deps.firstAttempts?.note(Date.now() - delivery.createdAt);
+            line?.sending?.();
             outcome = await tracedAttempt(delivery, entry, target!, stopped).catch(async (err: unknown) => {
               if (!isNoRoom(err) && !(err instanceof UnsentError)) throw err;
               // No attempt was made: the same one is made later, not taken for interrupted.

@@ -3,7 +3,7 @@ import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { InstallationIndex } from '../installations/read-model';
 import { deliversInOrder } from '../installations/webhook';
 import type { PendingDelivery } from '../delivery-log/rows';
-import type { AttemptBatchInput, AttemptBatchResult } from './attempt-batch';
+import type { AttemptBatchInput, AttemptBatchResult, LineStep } from './attempt-batch';
 
 /** Pending deliveries read from the log at a time. */
 const PAGE = 100;
@@ -38,7 +38,7 @@ async function waitHeartbeating(ms: number): Promise<void> {
  * at its back. Answers `gone` once the installation is deleted, or no longer ordered (what
  * is pending then is handed to the shards).
  */
-export function createLineDrain(deps: { attempts: AttemptRecords; installations: InstallationIndex; ingest: { handOverRecorded(deliveries: PendingDelivery[]): Promise<void> } }, attemptBatch: (input: AttemptBatchInput) => Promise<AttemptBatchResult[]>) {
+export function createLineDrain(deps: { attempts: AttemptRecords; installations: InstallationIndex; ingest: { handOverRecorded(deliveries: PendingDelivery[]): Promise<void> } }, attemptBatch: (input: AttemptBatchInput, line?: LineStep) => Promise<AttemptBatchResult[]>) {
   /** Hands what is pending to the shards, page by page: the installation is no longer a line. */
   async function leaveLine(installationId: string): Promise<void> {
     for (let page = await deps.attempts.pendingInOrder(installationId, PAGE); page.length; page = await deps.attempts.pendingInOrder(installationId, PAGE, page.at(-1))) {
@@ -56,11 +56,23 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
       if (!target || target.status === 'deleted' || !deliversInOrder(target)) return leaveLine(installationId).then(() => 'gone' as const);
       const pending = await deps.attempts.pendingInOrder(installationId, PAGE);
       if (pending.length === 0) return 'drained';
-      for (const delivery of pending) {
+      /** The delivery next in line, read while the one ahead of it was out. */
+      let ahead: LineStep['read'];
+      for (const [i, delivery] of pending.entries()) {
+        const next = pending[i + 1];
         for (let attempt = delivery.attempts + 1; ; ) {
-          const [result] = await attemptBatch({ workflowId, runId, line: true, entries: [{ id: delivery.id, attempt }] });
+          let readNext: LineStep['read'];
+          // After the POST is written (the socket's write waits for the next tick): the read
+          // runs while the receiver answers. A delivery cannot change meanwhile but by another
+          // run's claim, which this line's claim then finds; a pause is read at its attempt.
+          const sending = next && (() => void setImmediate(() => (readNext = deps.attempts.toAttempt([{ id: next.id, attempt: next.attempts + 1 }]).catch(() => undefined))));
+          const [result] = await attemptBatch({ workflowId, runId, line: true, entries: [{ id: delivery.id, attempt }] }, { read: ahead, sending });
+          ahead = undefined;
           // Final, or finished by someone else (absent from the answer).
-          if (!result || result.status !== 'pending') break;
+          if (!result || result.status !== 'pending') {
+            ahead = readNext;
+            break;
+          }
           if (!result.again) attempt += 1;
           await waitHeartbeating(result.retryInMs ?? 0);
         }
