@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
 import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
-import { recordReceiverStates, recordHealth, type HealthChange, type HealthRowsWritten } from './receiver-health';
+import { recordReceiverStates, recordHealth, type HealthChange } from './receiver-health';
 import type { ReceiverState } from '../webhooks/schedule';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
@@ -23,8 +23,8 @@ const storableText = (text: string | undefined): string | null => (text === unde
  * recorded of them, attempts written as started before they go out, and outcomes.
  */
 export class AttemptRecords {
-  /** The health rows this process wrote (see recordHealth). */
-  private readonly healthRows: HealthRowsWritten = { known: new Set(), successAt: new Map() };
+  /** Installations known to have a health row in the log (see recordHealth). */
+  private readonly healthRows = new Set<string>();
   /** What this process last wrote of receivers' states (`failing_now`, see recordReceiverStates). */
   private readonly receiverStatesWritten = new Map<string, { state: ReceiverState; at: number }>();
 

@@ -31,36 +31,20 @@ const judgedByReceiver = (outcome: DeliveryOutcome) => outcome.status === 'deliv
  * rows are written in one transaction: a write of a shared lane's batches touches up to
  * a hundred, and a commit each was most of the log's commits beside failing receivers.
  */
-export async function recordHealth(db: Kysely<Schema>, rows: HealthRowsWritten, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
+export async function recordHealth(db: Kysely<Schema>, known: Set<string>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
   if (!finished.some(({ outcome }) => judgedByReceiver(outcome))) return [];
   const inserted: string[] = [];
   // Deliveries alone (the common case) need no transaction: each statement stands alone (an
   // insert of a missing row, an update that rarely matches), and a transaction's begin and
   // commit a write are time an ordered line waits (bench p: 111-118/s with, 121/s without).
   const failed = finished.some(({ outcome }) => judgedByReceiver(outcome) && outcome.status !== 'delivered');
-  const succeeded = new Map<string, number>();
-  const changes = failed ? await db.transaction().execute((trx) => writeHealth(trx, rows, inserted, succeeded, finished, now)) : await writeHealth(db, rows, inserted, succeeded, finished, now);
+  const changes = failed ? await db.transaction().execute((trx) => writeHealth(trx, known, inserted, finished, now)) : await writeHealth(db, known, inserted, finished, now);
   // Known once committed: a transaction rolled back leaves the row to insert next time.
-  for (const installationId of inserted) rows.known.add(installationId);
-  // A process's memory of installations, bounded: forgetting only costs a write.
-  if (rows.successAt.size > 10_000) rows.successAt.clear();
-  for (const installationId of changes.map((change) => change.installationId)) rows.successAt.delete(installationId);
-  for (const [installationId, at] of succeeded) rows.successAt.set(installationId, at);
+  for (const installationId of inserted) known.add(installationId);
   return changes;
 }
 
-/**
- * What a process knows of the health rows it wrote: which exist (rows are never deleted),
- * and when it last wrote each one's success with nothing failed since (its own failures
- * clear that): within the second after, a success needs no statement. Another process's
- * failure meanwhile is reset at the first success after that second, not at once.
- */
-export interface HealthRowsWritten {
-  known: Set<string>;
-  successAt: Map<string, number>;
-}
-
-async function writeHealth(db: Kysely<Schema>, rows: HealthRowsWritten, inserted: string[], succeeded: Map<string, number>, finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
+async function writeHealth(db: Kysely<Schema>, known: Set<string>, inserted: string[], finished: { installationId: string; createdAt: number; outcome: DeliveryOutcome }[], now: number): Promise<HealthChange[]> {
   const byInstallation = new Map<string, { createdAt: number; outcome: DeliveryOutcome }[]>();
   for (const { installationId, createdAt, outcome } of finished) {
     if (judgedByReceiver(outcome)) byInstallation.set(installationId, [...(byInstallation.get(installationId) ?? []), { createdAt, outcome }]);
@@ -76,21 +60,17 @@ async function writeHealth(db: Kysely<Schema>, rows: HealthRowsWritten, inserted
     const reset = lastSuccess >= 0;
     if (failures.length === 0) {
       // Delivered alone, the common case: the row changes only if it was failing, or a second on (its last success), so that writes of a busy installation do not queue on it.
-      // One statement: the row is inserted once (rows are never deleted, `known` remembers them);
-      // none within the second after this process wrote its success (bench p: 0.1 ms of an ordered line's 4.3 a delivery).
-      const wroteAt = rows.successAt.get(installationId);
-      if (wroteAt !== undefined && now - wroteAt < SUCCESS_EVERY_MS && now >= wroteAt) continue;
-      if (!rows.known.has(installationId)) {
+      // One statement: the row is inserted once (rows are never deleted, `known` remembers them).
+      if (!known.has(installationId)) {
         await db.insertInto('installation_health').values({ installation_id: installationId, consecutive_failures: 0, failing_since: null, last_success_at: now, last_failure_at: null, last_failure_status: null, last_failure_error: null }).onConflict((oc) => oc.column('installation_id').doNothing()).execute();
         inserted.push(installationId);
       }
-      const { numUpdatedRows } = await db
+      await db
         .updateTable('installation_health')
         .set({ consecutive_failures: 0, failing_since: null, last_success_at: now })
         .where('installation_id', '=', installationId)
         .where((eb) => eb.or([eb('consecutive_failures', '>', 0), eb('last_success_at', 'is', null), eb('last_success_at', '<', now - SUCCESS_EVERY_MS)]))
-        .executeTakeFirst();
-      if (numUpdatedRows > 0n) succeeded.set(installationId, now);
+        .execute();
       continue;
     }
     const row = await db
