@@ -319,6 +319,20 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.ok(hourly.indexOf(busy[0]!) >= 22);
     });
 
+    it('claims an attempt only while its delivery is pending and has not counted it: not one another run made and recorded since', async function () {
+      await stores.events.recordEvents([event('evt_claim', ['ins_c'])]);
+      const id = 'evt_claim:ins_c';
+      const claim = async (attempt: number) => (await stores.attempts.recordStarted([{ deliveryId: id, attempt, startedAt: new Date().toISOString(), url: 'https://e.example' }], run)).size;
+      const record = (attempt: number, statusCode: number) => stores.attempts.recordOutcomes([{ id, status: statusCode === 200 ? 'delivered' : 'pending', attempt: { attempt, startedAt: new Date().toISOString(), durationMs: 1, url: 'https://e.example', statusCode, ...(statusCode !== 200 && { nextDelayMs: 1000 }) } }], run);
+      assert.equal(await claim(1), 1);
+      await record(1, 503);
+      assert.equal(await claim(1), 0, 'made and recorded: not claimed again');
+      assert.equal(await claim(2), 1);
+      await record(2, 200);
+      assert.equal(await claim(3), 0, 'delivered: nothing more to claim');
+      assert.equal((await stores.attempts.recordStarted([{ deliveryId: 'evt_claim:ins_absent', attempt: 1, startedAt: new Date().toISOString(), url: 'https://e.example' }], run)).size, 0, 'not in the log');
+    });
+
     it('numbers replays on from the last one recorded, of the original or of a replay, and answers nothing for an original purged meanwhile', async function () {
       await stores.events.recordEvents([event('evt_rn', ['ins_rn'])]);
       const original = { id: 'evt_rn:ins_rn', eventId: 'evt_rn', installationId: 'ins_rn', organizationId: 'org-a', eventType: 'space_content_updated' };

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createAttemptBatch, type AttemptBatchInput, type AttemptBatchResult } from '../src/activities/attempt-batch';
+import { AttemptRecords } from '../src/delivery-log/attempt-records';
 import { createLineDrain } from '../src/activities/ordered-line';
 import type { NewEvent } from '../src/delivery-log/types';
 import { createLogger } from '../src/logger';
@@ -37,10 +38,10 @@ describe('ordered delivery: an installation made ordered while its shard holds d
   };
 
   /** A delivery in the log, pending and handed to no shard: only the runs below attempt it. */
-  async function pendingDelivery(installationId: string): Promise<{ eventId: string; id: string }> {
+  async function pendingDelivery(installationId: string, url = receiver.url): Promise<{ eventId: string; id: string }> {
     const eventId = `evt_line_${randomBytes(4).toString('hex')}`;
     const id = `${eventId}:${installationId}`;
-    const event: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url: receiver.url }] };
+    const event: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url }] };
     await platform.stores.events.recordEvents([event]);
     return { eventId, id };
   }
@@ -81,6 +82,39 @@ describe('ordered delivery: an installation made ordered while its shard holds d
     assert.equal(delivery.status, 'delivered');
     assert.equal(delivery.workflow?.workflowId, lineWorkflowId(hook.id), 'made by its line');
     assert.equal(posts(eventId), 1);
+  });
+
+  it('the line reads its next delivery while the one ahead is out; another run sending and recording it meanwhile has the line’s claim refused, not sent twice', async function () {
+    let answerFirst = () => undefined as void;
+    const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+    const own = await new ScriptedReceiver((n) => (n === 0 ? { status: 200, until: firstAnswered } : { status: 200 })).start();
+    try {
+      const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-d' }, own.url, { space_content_updated: true });
+      const [ahead, next] = [await pendingDelivery(hook.id, own.url), await pendingDelivery(hook.id, own.url)];
+      const postsTo = (eventId: string) => own.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length;
+      assert.equal((await platform.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: tenant.token, body: { ordered: true } })).status, 200);
+      const attemptDeliveries = attemptBatch();
+      // The line's own reads of deliveries (the batches read through the platform's records): its reads ahead.
+      const log = platform.parts.stores.attempts;
+      const readAhead: string[] = [];
+      const lineLog = Object.assign(Object.create(log) as AttemptRecords, { toAttempt: (entries: { id: string; attempt: number }[]) => (readAhead.push(...entries.map((entry) => entry.id)), AttemptRecords.prototype.toAttempt.call(log, entries)) });
+      const drainLine = createLineDrain({ ...platform.parts.stores, attempts: lineLog, ingest: platform.parts.ingest }, attemptDeliveries);
+      const lineRun = new MockActivityEnvironment({ heartbeatTimeoutMs: 10_000 }).run(drainLine, hook.id);
+      await waitFor(async () => (postsTo(ahead.eventId) === 1 && readAhead.includes(next.id) ? true : undefined), 30_000, 'the first POST out, the next delivery read');
+      // No longer ordered while the line's POST is out: a shard's batch sends the next one and records it.
+      assert.equal((await platform.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: tenant.token, body: { ordered: false } })).status, 200);
+      const shardRun: AttemptBatchResult[] = await new MockActivityEnvironment({ heartbeatTimeoutMs: 5000 }).run(attemptDeliveries, shardInput(next.id));
+      assert.deepEqual(shardRun.map(({ status }) => status), ['delivered']);
+      answerFirst();
+      assert.equal(await lineRun, 'gone');
+      assert.equal(postsTo(next.eventId), 1, 'the line did not send what the shard had sent');
+      const delivered = await platform.stores.deliveries.get(next.id);
+      assert.deepEqual(delivered?.attempts.map((attempt) => [attempt.attempt, attempt.statusCode, attempt.workflow?.workflowId]), [[1, 200, 'delivery-shard/test']]);
+      assert.equal((await platform.stores.deliveries.get(ahead.id))?.status, 'delivered');
+    } finally {
+      answerFirst();
+      await own.stop();
+    }
   });
 
   it('two runs starting the same attempt: the first write claims it, the second gets nothing', async function () {

@@ -217,7 +217,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           }
           if (!outcome) {
             const started = { deliveryId: id, attempt, startedAt: new Date().toISOString(), url: attemptUrl(target!) };
-            // Claimed by another run meanwhile: its attempt, whose answer is waited for.
+            // Claimed by another run meanwhile (its attempt, whose answer is waited for), or made and recorded since the read: asked again, read afresh.
             if (!(await starts.submit({ started, run: input }))) return void later.push({ id, inMs: BUSY_RETRY_MS });
             if (input.prompt && interval === undefined && entry.notBefore === undefined && isNew(delivery, attempt)) deps.firstAttempts?.note(Date.now() - delivery.createdAt);
             line?.sending?.();

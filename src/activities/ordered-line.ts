@@ -63,8 +63,8 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
         for (let attempt = delivery.attempts + 1; ; ) {
           let readNext: LineStep['read'];
           // After the POST is written (the socket's write waits for the next tick): the read
-          // runs while the receiver answers. A delivery cannot change meanwhile but by another
-          // run's claim, which this line's claim then finds; a pause is read at its attempt.
+          // runs while the receiver answers. A delivery another run attempts meanwhile has
+          // this line's claim refused, and is read afresh; a pause is read at its attempt.
           const sending = next && (() => void setImmediate(() => (readNext = deps.attempts.toAttempt([{ id: next.id, attempt: next.attempts + 1 }]).catch(() => undefined))));
           const [result] = await attemptBatch({ workflowId, runId, line: true, entries: [{ id: delivery.id, attempt }] }, { read: ahead, sending });
           ahead = undefined;

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
 import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
@@ -94,19 +94,26 @@ export class AttemptRecords {
   /**
    * Attempts about to go out, written first: a worker that dies before recording their
    * answers leaves them for the next run to find. The write is the claim: answers the keys
-   * (`deliveryId#attempt`) written here; an attempt another run wrote first is that run's
-   * to make, not this one's (two runs never send the same attempt).
+   * (`deliveryId#attempt`) written here. Refused: an attempt another run wrote first (two
+   * runs never send the same attempt), and one whose delivery has since ended or counted
+   * that attempt (another run made it and recorded it after this run's read: an ordered
+   * line reads its next delivery a whole POST ahead).
    */
   async recordStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<Set<string>> {
     const claimed = new Set<string>();
     for (const part of chunks(attempts)) {
-      const written = await this.db
-        .insertInto('attempts_in_flight')
-        .values(part.map((started) => ({ delivery_id: started.deliveryId, attempt: started.attempt, started_at: Date.parse(started.startedAt), url: started.url, workflow_id: run.workflowId, run_id: run.runId })))
-        .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
-        .returning(['delivery_id', 'attempt'])
-        .execute();
-      for (const row of written) claimed.add(startedKey(row.delivery_id, row.attempt));
+      // Typed in the values list: PostgreSQL takes untyped parameters there for text.
+      const claims = sql.join(part.map((started) => sql`(${started.deliveryId}, cast(${started.attempt} as integer), cast(${Date.parse(started.startedAt)} as bigint), ${started.url})`));
+      // The select's `where` also settles SQLite's parse of an upsert after a select.
+      const written = await sql<{ delivery_id: string; attempt: number }>`
+        with claims (delivery_id, attempt, started_at, url) as (values ${claims})
+        insert into attempts_in_flight (delivery_id, attempt, started_at, url, workflow_id, run_id)
+        select claims.delivery_id, claims.attempt, claims.started_at, claims.url, ${run.workflowId}, ${run.runId}
+        from claims join deliveries on deliveries.id = claims.delivery_id
+        where deliveries.status = 'pending' and deliveries.attempts < claims.attempt
+        on conflict (delivery_id, attempt) do nothing
+        returning delivery_id, attempt`.execute(this.db);
+      for (const row of written.rows) claimed.add(startedKey(row.delivery_id, Number(row.attempt)));
     }
     return claimed;
   }
