@@ -45,7 +45,16 @@ describe('the audit trail through a worker SIGKILL and a SIGTERM under load', fu
     await new Promise((resolve) => suite.worker.once('exit', resolve));
     process.stdout.write(`      ${signal}: the worker exited ${Date.now() - stoppedAt} ms after the signal\n`);
     // Nothing writes to the log now: what is left in flight is what the stop cut off.
-    const inFlightAtStop = (await platform.stores.db.selectFrom('attempts_in_flight').select('delivery_id').where('delivery_id', 'in', ids).execute()).length;
+    // Started and not recorded (a recorded attempt keeps its claim).
+    const inFlightAtStop = (
+      await platform.stores.db
+        .selectFrom('attempts_in_flight as started')
+        .leftJoin('attempts', (join) => join.onRef('attempts.delivery_id', '=', 'started.delivery_id').onRef('attempts.attempt', '=', 'started.attempt'))
+        .select('started.delivery_id')
+        .where('started.delivery_id', 'in', ids)
+        .where('attempts.delivery_id', 'is', null)
+        .execute()
+    ).length;
     suite.worker = await startWorkerProcess(platform);
     const deliveries = await platform.finalDeliveries(ids, suite.tenant.token, 120_000);
     return { deliveries, inFlightAtStop, stoppedAt };

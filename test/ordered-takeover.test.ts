@@ -94,10 +94,10 @@ describe('ordered delivery: an installation made ordered while its shard holds d
       const postsTo = (eventId: string) => own.requests.filter((request) => JSON.parse(request.body).eventId === eventId).length;
       assert.equal((await platform.http('PATCH', `/v1/installations/${hook.id}/configuration`, { token: tenant.token, body: { ordered: true } })).status, 200);
       const attemptDeliveries = attemptBatch();
-      // The line's own reads of deliveries (the batches read through the platform's records): its reads ahead.
+      // The line's own reads of deliveries, once read (the batches read through the platform's records): its reads ahead.
       const log = platform.parts.stores.attempts;
       const readAhead: string[] = [];
-      const lineLog = Object.assign(Object.create(log) as AttemptRecords, { toAttempt: (entries: { id: string; attempt: number }[]) => (readAhead.push(...entries.map((entry) => entry.id)), AttemptRecords.prototype.toAttempt.call(log, entries)) });
+      const lineLog = Object.assign(Object.create(log) as AttemptRecords, { toAttempt: (entries: { id: string; attempt: number }[]) => AttemptRecords.prototype.toAttempt.call(log, entries).then((found) => (readAhead.push(...entries.map((entry) => entry.id)), found)) });
       const drainLine = createLineDrain({ ...platform.parts.stores, attempts: lineLog, ingest: platform.parts.ingest }, attemptDeliveries);
       const lineRun = new MockActivityEnvironment({ heartbeatTimeoutMs: 10_000 }).run(drainLine, hook.id);
       await waitFor(async () => (postsTo(ahead.eventId) === 1 && readAhead.includes(next.id) ? true : undefined), 30_000, 'the first POST out, the next delivery read');

@@ -19,7 +19,7 @@ const OUTCOME_WRITES_TOGETHER = 20;
  * time the log took.
  */
 export function createBatchWrites(deps: { attempts: AttemptRecords; logger: Logger; afterOutcomes?: (changes: HealthChange[]) => Promise<void> }) {
-  /** Answers each attempt's claim: false when another run wrote it first (see recordStarted). */
+  /** Answers each attempt's claim: false when another run wrote it first, or the delivery has ended or counted it since (see recordStarted). */
   const starts = new GroupCommit<{ started: StartedAttempt; run: Run }, boolean>(async (items) => {
     const runOf = ({ run }: (typeof items)[number]) => `${run.workflowId}/${run.runId}`;
     const byRun = new Map<string, typeof items>();

@@ -93,11 +93,12 @@ export class AttemptRecords {
 
   /**
    * Attempts about to go out, written first: a worker that dies before recording their
-   * answers leaves them for the next run to find. The write is the claim: answers the keys
-   * (`deliveryId#attempt`) written here. Refused: an attempt another run wrote first (two
-   * runs never send the same attempt), and one whose delivery has since ended or counted
-   * that attempt (another run made it and recorded it after this run's read: an ordered
-   * line reads its next delivery a whole POST ahead).
+   * answers leaves them for the next run to find (an attempt started and not recorded).
+   * The write is the claim: answers the keys (`deliveryId#attempt`) written here. Refused:
+   * an attempt another run wrote first, recorded or not (two runs never send the same
+   * attempt; a recorded attempt keeps its claim, see recordWrites), and one whose delivery
+   * has since ended or counted that attempt (an ordered line reads its next delivery a
+   * whole POST ahead).
    */
   async recordStarted(attempts: StartedAttempt[], run: { workflowId: string; runId: string }): Promise<Set<string>> {
     const claimed = new Set<string>();
@@ -153,8 +154,11 @@ export class AttemptRecords {
           .values(part)
           .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
           .execute();
-        // Recorded: no longer in flight (a delivery has one attempt in flight at a time).
-        await trx.deleteFrom('attempts_in_flight').where('delivery_id', 'in', part.map((row) => row.delivery_id)).execute();
+        // Recorded: the claims of its earlier attempts go. Its own stays (a delivery's last
+        // claim, until its purge): a late claim of the same attempt then meets it, whatever
+        // it read. On PostgreSQL a claim that read the delivery before this commits would
+        // otherwise find no row once it does, and send the attempt again.
+        await trx.deleteFrom('attempts_in_flight').where((eb) => eb.or(part.map((row) => eb.and([eb('delivery_id', '=', row.delivery_id), eb('attempt', '<', row.attempt)])))).execute();
       }
       // One statement per distinct change: a batch of one installation mostly shares one.
       const groups = new Map<string, { change: DeliveryChange; ids: string[] }>();
