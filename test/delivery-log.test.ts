@@ -329,6 +329,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(await claim(1), 0, 'made and recorded: not claimed again');
       assert.equal(await claim(2), 1);
       await record(2, 200);
+      const claims = await stores.db.selectFrom('attempts_in_flight').select('attempt').where('delivery_id', '=', id).execute();
+      assert.deepEqual(claims.map((row) => Number(row.attempt)), [2], 'the recorded attempt keeps its claim; the earlier one is gone');
       assert.equal(await claim(3), 0, 'delivered: nothing more to claim');
       assert.equal((await stores.attempts.recordStarted([{ deliveryId: 'evt_claim:ins_absent', attempt: 1, startedAt: new Date().toISOString(), url: 'https://e.example' }], run)).size, 0, 'not in the log');
     });

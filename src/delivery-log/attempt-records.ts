@@ -154,11 +154,17 @@ export class AttemptRecords {
           .values(part)
           .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
           .execute();
-        // Recorded: the claims of its earlier attempts go. Its own stays (a delivery's last
-        // claim, until its purge): a late claim of the same attempt then meets it, whatever
-        // it read. On PostgreSQL a claim that read the delivery before this commits would
-        // otherwise find no row once it does, and send the attempt again.
-        await trx.deleteFrom('attempts_in_flight').where((eb) => eb.or(part.map((row) => eb.and([eb('delivery_id', '=', row.delivery_id), eb('attempt', '<', row.attempt)])))).execute();
+        // Recorded: the claims of its earlier attempts go (a first attempt has none). Its own
+        // stays (a delivery's last claim, until its purge): a late claim of the same attempt
+        // then meets it, whatever it read. On PostgreSQL a claim that read the delivery
+        // before this commits would otherwise find no row once it does, and send it again.
+        const retries = new Map<number, string[]>();
+        for (const row of part) {
+          if (row.attempt === 1) continue;
+          if (!retries.has(row.attempt)) retries.set(row.attempt, []);
+          retries.get(row.attempt)!.push(row.delivery_id);
+        }
+        for (const [attempt, ids] of retries) await trx.deleteFrom('attempts_in_flight').where('delivery_id', 'in', ids).where('attempt', '<', attempt).execute();
       }
       // One statement per distinct change: a batch of one installation mostly shares one.
       const groups = new Map<string, { change: DeliveryChange; ids: string[] }>();
