@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { createHeldRelease } from '../src/activities/held-release';
 import { deliveryId } from '../src/ids';
-import { HOLD_AFTER_MS } from '../src/ingest/receiver-states';
 import { registry } from '../src/metrics';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
@@ -18,7 +17,7 @@ describe('new events held while a receiver fails, released once it answers', fun
   /** The platform's log lines (info and up), those of warn and up on stderr too. */
   const logged: { level: number; msg: string; installationId?: string; operation?: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void (logged.push(JSON.parse(line) as (typeof logged)[number]), logged.at(-1)!.level >= 40 && process.stderr.write(line)) });
-  const platform = new TestPlatform(__filename, { logger });
+  const platform = new TestPlatform(__filename, { holdAfterMs: 1000, logger });
   before(async () => platform.start());
   after(async () => platform.stop());
 
@@ -38,7 +37,7 @@ describe('new events held while a receiver fails, released once it answers', fun
         return answer.body.eventId as string;
       };
 
-      // Events until one is held: its receiver has answered 503 to every attempt for 3 s (HOLD_AFTER_MS.fast) and ingest has read so.
+      // Events until one is held: its receiver has answered 503 to every attempt for a second (holdAfterMs) and ingest has read so.
       const sent: string[] = [];
       const firstHeld = await waitFor(
         async () => {
@@ -56,7 +55,7 @@ describe('new events held while a receiver fails, released once it answers', fun
       // Its health says so: failing fast (503s) since before the hold began.
       const health = (await platform.http('GET', `/v1/installations/${held.id}/health`, { token: tenant.token })).body;
       assert.equal(health.failingNow?.kind, 'fast', JSON.stringify(health));
-      assert.ok(Date.parse(health.failingNow.since) <= Date.parse(firstHeld.mine.createdAt) - HOLD_AFTER_MS.fast, JSON.stringify(health));
+      assert.ok(Date.parse(health.failingNow.since) <= Date.parse(firstHeld.mine.createdAt) - 1000, JSON.stringify(health));
       // The same event to the installation that turned auto-pause off goes to its receiver as before.
       const optedOutsDelivery = await delivery(deliveryId(firstHeld.eventId, optedOut.id));
       assert.notEqual(optedOutsDelivery.status, 'held', JSON.stringify(optedOutsDelivery));

@@ -62,7 +62,7 @@ export const healthSchema: SchemaObject = {
     lastFailure: { type: 'object', properties: { at: { type: 'string' }, statusCode: { type: 'integer' }, error: { type: 'string' } } },
     failingNow: {
       type: 'object',
-      description: 'Present while the receiver fails every attempt: slow (each timed out) or fast (refused, 5xx, 429), and since when; from 3 s on (fast) or 10 s (slow), new events are held (heldReason receiver_failing) until it answers again',
+      description: 'Present while the receiver fails every attempt: slow (each timed out) or fast (refused, 5xx, 429), and since when; from 10 s on, new events are held (heldReason receiver_failing) until it answers again',
       properties: { kind: { enum: ['slow', 'fast'] }, since: { type: 'string' } },
     },
     last24h: {

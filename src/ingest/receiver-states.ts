@@ -1,5 +1,5 @@
 import type { ReceiverStanding } from '../delivery-log/health-reads';
-import { isFailing, type FailingKind, type ReceiverState } from '../webhooks/schedule';
+import { isFailing, type ReceiverState } from '../webhooks/schedule';
 
 /** How often, at most, the log is asked what changed. */
 const READ_EVERY_MS = 1000;
@@ -8,14 +8,11 @@ const READ_ALL_EVERY_MS = 60_000;
 /** A read of changes starts this long before the last good read began: writes of other processes commit late, their clocks differ. */
 const OVERLAP_MS = 5000;
 /**
- * How long a receiver fails every attempt before its installation's new events are held.
- * One that hangs (`slow`): the attempt timeout, so that one slow batch holds nothing. One
- * that fails fast (refused, 5xx, 429): 3 s. Each of its events costs four attempts in 7 s,
- * and 100 such receivers, at an event a second each, made some 4,000 attempts before a
- * 10 s hold, the machine's busiest seconds (bench (g)). A deploy's 503s past 3 s have new
- * events held, and released as soon as a retry of an earlier one sees the receiver back.
+ * How long a receiver fails every attempt before its installation's new events are held:
+ * the attempt timeout, so that one slow batch, or a deploy's few seconds of 503s, holds
+ * nothing.
  */
-export const HOLD_AFTER_MS: Readonly<Record<FailingKind, number>> = { slow: 10_000, fast: 3_000 };
+export const HOLD_AFTER_MS = 10_000;
 
 /**
  * Where installations' receivers stand (failing, and how, and since when; prompt), as the
@@ -36,7 +33,7 @@ export class ReceiverStates {
 
   constructor(
     private readonly read: (since?: number) => Promise<Map<string, ReceiverStanding>>,
-    private readonly holdAfterMs: Readonly<Record<FailingKind, number>> = HOLD_AFTER_MS,
+    private readonly holdAfterMs = HOLD_AFTER_MS,
   ) {}
 
   stateOf(installationId: string): ReceiverState | undefined {
@@ -44,11 +41,11 @@ export class ReceiverStates {
     return this.known.get(installationId)?.state;
   }
 
-  /** Whether its receiver has failed every attempt for its kind's holdAfterMs: its new events are held (see holdsWhileFailing). */
+  /** Whether its receiver has failed every attempt for holdAfterMs: its new events are held (see holdsWhileFailing). */
   holding(installationId: string, now = Date.now()): boolean {
     this.refresh();
     const standing = this.known.get(installationId);
-    return standing !== undefined && isFailing(standing.state) && standing.failingFrom !== undefined && now - standing.failingFrom >= this.holdAfterMs[standing.state];
+    return standing !== undefined && isFailing(standing.state) && standing.failingFrom !== undefined && now - standing.failingFrom >= this.holdAfterMs;
   }
 
   private refresh(): void {

@@ -38,7 +38,7 @@ export const attemptsInterrupted = new Counter({
 });
 export const deliveriesHeld = new Counter({
   name: 'platform_deliveries_held_total',
-  help: 'Deliveries recorded held, by event type and reason: installation_paused (the platform paused it, its receiver failing or gone; kept until a resume delivers or drops them) or receiver_failing (active, its receiver failing every attempt for 3 s, or hanging for 10 s; released once it answers)',
+  help: 'Deliveries recorded held, by event type and reason: installation_paused (the platform paused it, its receiver failing or gone; kept until a resume delivers or drops them) or receiver_failing (active, its receiver failing every attempt for 10 s; released once it answers)',
   labelNames: ['event_type', 'reason'],
   registers: [registry],
 });

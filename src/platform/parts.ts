@@ -45,6 +45,8 @@ export interface PartsSettings {
   deliveryShards: number;
   /** The delivery shards' limits (tests make them small; the defaults otherwise). */
   shardLimits?: ShardLimits;
+  /** How long a receiver fails every attempt before its installation's new events are held (HOLD_AFTER_MS unless set; tests make it short). */
+  holdAfterMs?: number;
   tracing?: Tracing;
   logger: Logger;
 }
@@ -92,7 +94,7 @@ export async function buildParts(settings: PartsSettings, started: StartedParts)
     stores,
   });
   const isolates = await started.add('the isolates', pool, (running) => running.close());
-  const failing = new ReceiverStates((since) => stores.health.receiverStates(since));
+  const failing = new ReceiverStates((since) => stores.health.receiverStates(since), settings.holdAfterMs);
   const ingest = new IngestService(stores.events, stores.installations, new ShardClient(client, settings.taskQueue, settings.deliveryShards, settings.shardLimits), failing);
   return { settings, codec, client, stores, runtime, isolates, ingest };
 }

@@ -40,6 +40,8 @@ export interface TestPlatformOptions {
   egressAllow?: string[];
   /** The delivery shards' limits (hand-overs per run, backlog). */
   shardLimits?: ShardLimits;
+  /** How long a receiver fails before its installation's new events are held (10 s unless set). */
+  holdAfterMs?: number;
   /** The isolate pool's cap (PLATFORM_ISOLATE_MAX_PROCESSES). */
   maxIsolates?: number;
   /** `nowhere`: webhooks and integration code reach no destination at all (fuzzing). */
@@ -137,6 +139,7 @@ export class TestPlatform {
         egressGuard: nowhere ?? egressGuard(this.options.egressAllow ?? [], this.platformPorts),
         maxIsolates: this.options.maxIsolates,
         shardLimits: this.options.shardLimits,
+        holdAfterMs: this.options.holdAfterMs,
         tracing: this.options.tracing,
       },
       this.started,

@@ -4,7 +4,7 @@ import { buildParts, type PartsSettings, type PlatformParts } from '../../src/pl
 import { startWorkerRole } from '../../src/platform/roles';
 import { DELIVERY_SHARDS, testSettings } from './settings';
 
-export type TestPartsOptions = Pick<PartsSettings, 'namespace' | 'taskQueue' | 'databaseUrl' | 'baseUrl' | 'platformPorts' | 'logger'> & Partial<Pick<PartsSettings, 'webhookGuard' | 'egressGuard' | 'tracing' | 'shardLimits' | 'maxIsolates'>>;
+export type TestPartsOptions = Pick<PartsSettings, 'namespace' | 'taskQueue' | 'databaseUrl' | 'baseUrl' | 'platformPorts' | 'logger'> & Partial<Pick<PartsSettings, 'webhookGuard' | 'egressGuard' | 'tracing' | 'shardLimits' | 'holdAfterMs' | 'maxIsolates'>>;
 
 /**
  * A test process's parts, built by the platform's own composition root against the run's
