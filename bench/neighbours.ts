@@ -56,6 +56,9 @@ async function refusingUrl(): Promise<string> {
 /** Events of one tenant whose eventIds carry `label`. */
 const eventOf = (tenant: BenchTenant, label: string, i: number): SpaceContentUpdated => ({ type: 'space_content_updated', organizationId: tenant.org, spaceId: 'space', revisionId: `rev-${i}`, eventId: `evt_${label}_${tenant.org}_${i}` });
 
+/** A phase's first seconds, reported apart: the neighbours' installations never seen before, their first batches each their own. */
+const FIRST_SECONDS = 15;
+
 /**
  * (g) Noisy neighbours: installations whose receivers hang or refuse connections must not
  * hold back other tenants'. The tenant watched sends 5 events/s that its receiver takes at
@@ -99,7 +102,8 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
     const postsBefore = hangingPosts();
     const stop = progress(`g ${label}`, () => `sent ${sentAt.size}, delivered ${deps.receiver.delivered().size}, POSTs to hanging receivers ${hangingPosts() - postsBefore}`);
     const delay = eventLoopDelay(deps.metrics);
-    const steadyFrom = performance.now() + onsetSeconds * 1000;
+    const startedAt = performance.now();
+    const steadyFrom = startedAt + onsetSeconds * 1000;
     const seconds = deps.seconds + onsetSeconds;
     await Promise.all([
       openLoop(5, seconds, (i) => send(eventOf(watched, `g${label}`, i))),
@@ -110,16 +114,20 @@ export async function noisyNeighbourScenario(deps: NeighbourDeps) {
     stop();
     const platformEventLoopDelay = delay.stop();
     const delivered = deps.receiver.delivered();
+    const healthyEndToEnd = (window: (sent: number) => boolean) => [...sentAt].filter(([id, at]) => window(at) && !id.startsWith('evt_gflaky') && delivered.has(id)).map(([id, at]) => delivered.get(id)! - at);
     const figures = (window: (sent: number) => boolean) => {
-      const healthy = [...sentAt].filter(([id, at]) => window(at) && !id.startsWith('evt_gflaky') && delivered.has(id)).map(([id, at]) => delivered.get(id)! - at);
+      const healthy = healthyEndToEnd(window);
       return { healthyEndToEndMs: { p50: percentile(healthy, 50), p99: percentile(healthy, 99) }, retryGaps: deps.receiver.retryGaps((eventId) => sentAt.has(eventId) && window(sentAt.get(eventId)!)) };
     };
+    // The neighbours' first seconds (each installation never seen before), served or failing: the same burst either way.
+    const first = healthyEndToEnd((at) => at < startedAt + FIRST_SECONDS * 1000);
     return {
       sent: sentAt.size,
       neighbourEvents,
       undelivered: sentAt.size - delivered.size,
       ...figures((at) => at >= steadyFrom),
       ...(onsetSeconds > 0 && { onset: figures((at) => at < steadyFrom) }),
+      firstSeconds: { count: first.length, p50: percentile(first, 50), worst: percentile(first, 100) },
       platformEventLoopDelay,
       ...(neighbours === failing && { postsToHangingReceivers: hangingPosts() - postsBefore }),
     };
@@ -150,6 +158,10 @@ export function noisyNeighbourReport(g: Awaited<ReturnType<typeof noisyNeighbour
     line(
       'in their first minute: p50 / p99 ms, retry 1 / 2 p99 over',
       `${g.beside.onset?.healthyEndToEndMs.p50} / ${g.beside.onset?.healthyEndToEndMs.p99}, ${(g.beside.onset?.retryGaps as any)?.[0]?.p99OverRangeMs} / ${(g.beside.onset?.retryGaps as any)?.[1]?.p99OverRangeMs} ms`,
+    ),
+    line(
+      `its first ${FIRST_SECONDS} s, p50 / worst ms: beside them, beside as many served, alone`,
+      [g.beside, g.besideServed, g.alone].map(({ firstSeconds }) => `${firstSeconds.p50} / ${firstSeconds.worst} (${firstSeconds.count})`).join(', '),
     ),
     line('its events undelivered', `${g.beside.undelivered} of ${g.beside.sent} (alone ${g.alone.undelivered})`),
     line('POSTs to hanging receivers', `${g.beside.postsToHangingReceivers}; ingest answers not 202, sent again: ${g.ingestRetries}`),
