@@ -180,6 +180,33 @@ describe('the delivery shard workflow', function () {
     }
   });
 
+  it('moves what a receiver found failing (by a batch, or by a hand-over) had queued to the shared lane: no second batch of its own hangs for the attempt timeout', async function () {
+    const { batches, worker } = await heldBatches();
+    try {
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/follow-${worker.taskQueue}`, args: [{ shard: 0, epochEndsAt: Date.now() + 60_000 }] });
+      const installations = ['ins_h1', 'ins_h2', 'ins_h3', 'ins_ok'];
+      const items = (event: number) => installations.map((installationId) => ({ id: `evt_${event}:${installationId}`, installationId }));
+      await handle.signal(handOverSignal, items(1));
+      await waitFor(async () => (batches.length === 4 ? true : undefined), 10_000, 'a first batch each');
+      // Behind each first batch (a partial one in flight), two more queue in the installation's own lane.
+      await handle.signal(handOverSignal, [...items(2), ...items(3)]);
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 12 ? true : undefined), 10_000, 'the eight queued');
+      assert.equal(batches.length, 4, 'queued behind the partial batches in flight');
+      // The log says ins_h3's receiver hangs (another run's batch timed out): what it queued goes at once, in the shared lane.
+      await handle.signal(handOverSignal, [{ id: 'evt_4:ins_h3', installationId: 'ins_h3', failing: 'slow' }]);
+      await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'the hinted one’s queued');
+      assert.deepEqual([installationsOf(batches[4]!), batches[4]!.entries.length], [['ins_h3'], 3], 'beside its own batch still in flight');
+      // ins_h1's and ins_h2's attempts (and ins_h3's) time out; ins_ok's receiver answers.
+      for (const batch of batches.slice(0, 4)) batch.end(batch.entries.map((entry) => (entry.id.endsWith(':ins_ok') ? { id: entry.id, status: 'delivered', statusCode: 200 } : { id: entry.id, status: 'pending', retryInMs: 60_000, error: 'timeout' })));
+      await waitFor(async () => (batches.length === 7 ? true : undefined), 10_000, 'what was queued');
+      assert.deepEqual(batches.slice(5).map(installationsOf).sort(), [['ins_h1', 'ins_h2'], ['ins_ok']], 'the failing two in one shared batch, ins_ok in its own');
+      assert.deepEqual(batches.slice(5).map((batch) => batch.entries.length).sort(), [2, 4]);
+      await handle.terminate('test over');
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('keeps at most four batches of the receivers failing every attempt in flight (their shared lane), whatever their number', async function () {
     const { batches, worker } = await heldBatches();
     const timedOut = (batch: HeldBatch) => batch.end(batch.entries.map((entry) => ({ id: entry.id, status: 'failed', error: 'timeout' })));

@@ -92,7 +92,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const sharesPrompt = lanes && wf.patched('prompt-first-attempts');
   // Before hand-overs said which receivers were prompt.
   const promptHinted = sharesPrompt && hinted && wf.patched('prompt-hints');
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt, promptHinted }, hanging, new Map(sharesFailing ? input.failing : []));
+  // Before what was queued followed its installation to its new lane.
+  const queuedFollow = sharesFailing && wf.patched('queued-follow-lane');
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt, promptHinted, queuedFollow }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.

@@ -65,6 +65,8 @@ export interface ShardRules {
   sharesPrompt: boolean;
   /** Hand-overs' `prompt` put installations in it from their first attempt (`prompt-hints`). */
   promptHinted: boolean;
+  /** What an installation has queued follows it when a batch's results change its lane (`queued-follow-lane`). */
+  queuedFollow: boolean;
 }
 
 export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');

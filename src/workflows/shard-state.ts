@@ -124,7 +124,7 @@ export class ShardState {
     let added = 0;
     for (const item of items) {
       // What the log said of its receiver at hand-over, unless this run has seen one of its attempts since.
-      if (this.rules.hinted && item.failing && !this.seen.has(item.installationId)) this.failing.set(item.installationId, item.failing);
+      if (this.rules.hinted && item.failing && !this.seen.has(item.installationId)) this.markFailing(item.installationId, item.failing);
       // Newer than a failing hint: the receiver answered promptly since (and the other way round).
       if (this.rules.promptHinted && !this.seen.has(item.installationId)) {
         if (item.prompt) {
@@ -180,10 +180,37 @@ export class ShardState {
     const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined));
     for (const [installation, state] of receiverStatesOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })), !interruptionsFree)) {
       this.seen.add(installation);
-      if (isFailing(state)) this.failing.set(installation, state);
+      if (isFailing(state)) this.markFailing(installation, state);
       else this.failing.delete(installation);
       if (sharesPrompt && state === 'prompt') this.prompt.add(installation);
       else this.prompt.delete(installation);
+    }
+  }
+
+  /**
+   * An installation's receiver fails every attempt (a batch's results say so, or a
+   * hand-over's hint): its deliveries go to the shared lane of that kind, those it has
+   * queued too. Left in its own lanes, what queued behind a receiver's first batch went out
+   * as one more batch of its own when that one returned, to hang for the attempt timeout
+   * again: in bench (g), a hundred such batches 10 s after a hundred receivers began to
+   * hang, each a worker slot and workflow tasks of the one shard run that another tenant's
+   * hand-overs wait for.
+   */
+  private markFailing(installation: string, kind: FailingKind): void {
+    const wasFailing = this.failing.has(installation);
+    this.failing.set(installation, kind);
+    // Queued in a shared lane already, it stays there (a receiver that turns from refusing to hanging moves nothing).
+    if (!this.rules.queuedFollow || wasFailing) return;
+    const lanes = [installation, `${installation}/retry`, ...(this.prompt.has(installation) ? [PROMPT_LANE] : [])];
+    for (const lane of lanes) {
+      const list = this.ready.get(lane);
+      if (!list) continue;
+      const leaving = list.filter((entry) => entry.installationId === installation);
+      if (!leaving.length) continue;
+      const staying = list.filter((entry) => entry.installationId !== installation);
+      if (staying.length) this.ready.set(lane, staying);
+      else this.ready.delete(lane);
+      leaving.forEach((entry) => this.makeReady(entry));
     }
   }
 
