@@ -6,6 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { AttemptBatchInput, AttemptBatchResult } from '../src/activities/attempt-batch';
 import { deliveryEpochWorkflow, deliveryShardWorkflow, retryTaskQueue } from '../src/workflows/delivery-shard';
 import { backlogQuery, handOverSignal, type ShardEntry, type ShardInput } from '../src/workflows/shard-contract';
+import { FAILING_AFTER_ANSWER_MS } from '../src/webhooks/schedule';
 import { namespaceFor } from './support/namespaces';
 import { waitFor } from './support/platform';
 import { testSettings } from './support/settings';
@@ -17,6 +18,8 @@ import { testSettings } from './support/settings';
 /** A batch the stand-in holds: its entries, and how the test ends it. */
 interface HeldBatch {
   entries: AttemptBatchInput['entries'];
+  /** The task queue it ran on: shared lanes' and retries' batches go to the retries' one. */
+  taskQueue: string;
   end(results: AttemptBatchResult[]): void;
 }
 /** The installations a held batch's deliveries are for (ids `evt_…:installation`). */
@@ -53,10 +56,17 @@ describe('the delivery shard workflow', function () {
     return { taskQueue, stop: async () => (workers.forEach((worker) => worker.getState() === 'RUNNING' && worker.shutdown()), await Promise.all(running)) };
   }
   const delivered = (input: AttemptBatchInput): AttemptBatchResult[] => input.entries.map((entry) => ({ id: entry.id, status: 'delivered' }));
-  /** A stand-in whose batches wait until the test ends each (stopping its worker ends those left). */
-  async function heldBatches() {
+  /** A stand-in whose batches wait until the test ends each (stopping its worker ends those left), unless `answer` ends one at once. */
+  async function heldBatches(answer?: (entries: AttemptBatchInput['entries']) => AttemptBatchResult[] | undefined) {
     const batches: HeldBatch[] = [];
-    const worker = await standIn((input) => new Promise((end) => batches.push({ entries: input.entries, end })));
+    const worker = await standIn(
+      (input) =>
+        new Promise((end) => {
+          batches.push({ entries: input.entries, taskQueue: Context.current().info.taskQueue, end });
+          const results = answer?.(input.entries);
+          if (results) end(results);
+        }),
+    );
     const stop = async () => {
       for (const batch of batches) batch.end([]);
       await worker.stop();
@@ -195,12 +205,49 @@ describe('the delivery shard workflow', function () {
       // The log says ins_h3's receiver hangs (another run's batch timed out): what it queued goes at once, in the shared lane.
       await handle.signal(handOverSignal, [{ id: 'evt_4:ins_h3', installationId: 'ins_h3', failing: 'slow' }]);
       await waitFor(async () => (batches.length === 5 ? true : undefined), 10_000, 'the hinted one’s queued');
-      assert.deepEqual([installationsOf(batches[4]!), batches[4]!.entries.length], [['ins_h3'], 3], 'beside its own batch still in flight');
+      assert.deepEqual([installationsOf(batches[4]!), batches[4]!.entries.length, batches[4]!.taskQueue], [['ins_h3'], 3, retryTaskQueue(worker.taskQueue)], 'in the shared lane, beside its own batch still in flight');
       // ins_h1's and ins_h2's attempts (and ins_h3's) time out; ins_ok's receiver answers.
       for (const batch of batches.slice(0, 4)) batch.end(batch.entries.map((entry) => (entry.id.endsWith(':ins_ok') ? { id: entry.id, status: 'delivered', statusCode: 200 } : { id: entry.id, status: 'pending', retryInMs: 60_000, error: 'timeout' })));
-      await waitFor(async () => (batches.length === 7 ? true : undefined), 10_000, 'what was queued');
-      assert.deepEqual(batches.slice(5).map(installationsOf).sort(), [['ins_h1', 'ins_h2'], ['ins_ok']], 'the failing two in one shared batch, ins_ok in its own');
-      assert.deepEqual(batches.slice(5).map((batch) => batch.entries.length).sort(), [2, 4]);
+      const queued = (installation: string) => [`evt_2:${installation}`, `evt_3:${installation}`];
+      const startedIds = () => batches.slice(5).flatMap((batch) => batch.entries.map((entry) => entry.id));
+      await waitFor(async () => (['ins_h1', 'ins_h2', 'ins_ok'].flatMap(queued).every((id) => startedIds().includes(id)) ? true : undefined), 10_000, 'what was queued');
+      // However the results came in (one workflow task or several), the failing two's went in the shared lane's batches, ins_ok's in its own.
+      for (const batch of batches.slice(5)) {
+        const installations = installationsOf(batch);
+        if (installations.includes('ins_ok')) assert.deepEqual([installations, batch.taskQueue], [['ins_ok'], worker.taskQueue]);
+        else assert.equal(batch.taskQueue, retryTaskQueue(worker.taskQueue), `${installations} in a shared lane`);
+      }
+      assert.equal(startedIds().length, 6, 'each once');
+      await handle.terminate('test over');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('keeps the lanes of a receiver that answered within 2 s through a batch it failed throughout (a 500 to some events is not down); 2 s on, the shared lane', async function () {
+    const answers = { ok: { status: 'delivered', statusCode: 200, tookMs: 20 }, error: { status: 'pending', retryInMs: 60_000, statusCode: 500, tookMs: 20 }, refused: { status: 'pending', retryInMs: 60_000, error: 'connection_refused' } } as const;
+    const results = (entries: AttemptBatchInput['entries'], answer: (installation: string) => Omit<AttemptBatchResult, 'id'>) => entries.map((entry) => ({ id: entry.id, ...answer(entry.id.split(':')[1]!) }));
+    // The first two rounds are answered at once: ins_f's 500 comes within 2 s of its answer however busy the machine.
+    const { batches, worker } = await heldBatches((entries) =>
+      entries.every((entry) => entry.id.startsWith('evt_1:')) ? results(entries, (installation) => (installation === 'ins_r' ? answers.refused : answers.ok)) : entries.every((entry) => entry.id === 'evt_2:ins_f') ? results(entries, () => answers.error) : undefined,
+    );
+    const round = (event: number, installations: string[]) => installations.map((installationId) => ({ id: `evt_${event}:${installationId}`, installationId }));
+    try {
+      const handle = await client.workflow.start(deliveryEpochWorkflow, { taskQueue: worker.taskQueue, workflowId: `delivery-shard/after-answer-${worker.taskQueue}`, args: [{ shard: 0, epochEndsAt: Date.now() + 60_000 }] });
+      // ins_f's and ins_p's receivers answer at once (prompt); ins_r's refuses (failing). Then ins_f's answers its next event 500.
+      await handle.signal(handOverSignal, round(1, ['ins_f', 'ins_p', 'ins_r']));
+      await handle.signal(handOverSignal, round(2, ['ins_f']));
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 2 && batches.length === 4 ? true : undefined), 10_000, 'the 500 taken (ins_r and ins_f wait for their retries)');
+      await handle.signal(handOverSignal, round(3, ['ins_f', 'ins_p', 'ins_r']));
+      await waitFor(async () => (batches.length === 6 ? true : undefined), 10_000, 'the third round');
+      assert.deepEqual(batches.slice(4).map(installationsOf).sort(), [['ins_f', 'ins_p'], ['ins_r']], 'ins_f still in the prompt lane, not with the refusing one');
+      // Past the 2 s since its last answer, a batch failing throughout moves it to the shared lane.
+      await new Promise((resolve) => setTimeout(resolve, FAILING_AFTER_ANSWER_MS));
+      for (const batch of batches.slice(4)) batch.end(results(batch.entries, (installation) => (installation === 'ins_p' ? answers.ok : installation === 'ins_f' ? answers.error : answers.refused)));
+      await waitFor(async () => ((await handle.query(backlogQuery)) === 4 ? true : undefined), 10_000, 'the third answers taken');
+      await handle.signal(handOverSignal, round(4, ['ins_f', 'ins_p', 'ins_r']));
+      await waitFor(async () => (batches.length === 8 ? true : undefined), 10_000, 'the fourth round');
+      assert.deepEqual(batches.slice(6).map(installationsOf).sort(), [['ins_f', 'ins_r'], ['ins_p']]);
       await handle.terminate('test over');
     } finally {
       await worker.stop();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { ReceiverStates } from '../src/ingest/receiver-states';
+import { recordReceiverStates } from '../src/delivery-log/receiver-health';
 import { IngestService } from '../src/ingest/ingest-service';
 import type { ShardClient } from '../src/ingest/shard-client';
 import type { ShardItem } from '../src/workflows/shard-contract';
@@ -65,5 +66,23 @@ describe('receivers failing or prompt now, from the attempts to the hand-over', 
     } finally {
       await receiver.stop();
     }
+  });
+
+  it('hands a receiver failing fast for less than 2 s over as it stood before (prompt, or nothing said); one that hangs at once', async function () {
+    const now = Date.now();
+    // As attempt batches write them: failing fast for 500 ms, for 5 s, hanging since 500 ms ago, answering promptly.
+    await recordReceiverStates(platform.stores.db, new Map(), new Map([['ins_hint_long', 'fast']]), now - 5000);
+    await recordReceiverStates(platform.stores.db, new Map(), new Map([['ins_hint_just', 'fast'], ['ins_hint_long', 'fast'], ['ins_hint_hangs', 'slow'], ['ins_hint_flap', 'prompt']]), now - 500);
+    const states = new ReceiverStates((since) => platform.stores.health.receiverStates(since));
+    await waitFor(async () => (states.stateOf('ins_hint_flap') ? true : undefined), 10_000, 'the first read');
+    assert.equal(states.stateOf('ins_hint_just', now), undefined, 'failing for 500 ms, nothing known before');
+    assert.equal(states.stateOf('ins_hint_just', now + 1500), 'fast', 'failing for 2 s');
+    assert.equal(states.stateOf('ins_hint_long', now), 'fast');
+    assert.equal(states.stateOf('ins_hint_hangs', now), 'slow');
+    // The prompt one answers a batch 500 throughout: prompt still, for 2 s.
+    const failedAt = Date.now();
+    await recordReceiverStates(platform.stores.db, new Map(), new Map([['ins_hint_flap', 'fast']]), failedAt);
+    await waitFor(async () => (states.stateOf('ins_hint_flap', failedAt + 2000) === 'fast' ? true : undefined), 10_000, 'a read of what changed');
+    assert.equal(states.stateOf('ins_hint_flap', failedAt + 1000), 'prompt');
   });
 });

@@ -1,5 +1,5 @@
 import type { ReceiverStanding } from '../delivery-log/health-reads';
-import { isFailing, type ReceiverState } from '../webhooks/schedule';
+import { FAILING_AFTER_ANSWER_MS, isFailing, type ReceiverState } from '../webhooks/schedule';
 
 /** How often, at most, the log is asked what changed. */
 const READ_EVERY_MS = 1000;
@@ -24,7 +24,8 @@ export const HOLD_AFTER_MS = 10_000;
  * most of them); all are read again every minute.
  */
 export class ReceiverStates {
-  private known = new Map<string, ReceiverStanding>();
+  /** With, for a receiver failing, what it was before it began to (prompt, or nothing said). */
+  private known = new Map<string, ReceiverStanding & { before?: ReceiverState }>();
   private readAt = -Infinity;
   /** When the last read that answered began, and the last of all. */
   private answeredFrom = -Infinity;
@@ -36,9 +37,16 @@ export class ReceiverStates {
     private readonly holdAfterMs = HOLD_AFTER_MS,
   ) {}
 
-  stateOf(installationId: string): ReceiverState | undefined {
+  /**
+   * Where its receiver stands, as a shard is told: one failing fast for less than
+   * FAILING_AFTER_ANSWER_MS as it stood before (a hanging one is known only at its first
+   * timeout, and told at once).
+   */
+  stateOf(installationId: string, now = Date.now()): ReceiverState | undefined {
     this.refresh();
-    return this.known.get(installationId)?.state;
+    const standing = this.known.get(installationId);
+    if (standing?.state === 'fast' && standing.failingFrom !== undefined && now - standing.failingFrom < FAILING_AFTER_ANSWER_MS) return standing.before ?? undefined;
+    return standing?.state;
   }
 
   /** Whether its receiver has failed every attempt for holdAfterMs: its new events are held (see holdsWhileFailing). */
@@ -58,9 +66,12 @@ export class ReceiverStates {
     this.read(since).then(
       (states) => {
         this.answeredFrom = now;
+        const previous = this.known;
         if (all) [this.known, this.readAllAt] = [new Map(), now];
         for (const [installationId, standing] of states) {
-          if (standing.state) this.known.set(installationId, standing);
+          const was = previous.get(installationId);
+          const before = isFailing(standing.state) ? (was && !isFailing(was.state) ? was.state : was?.before) : undefined;
+          if (standing.state) this.known.set(installationId, { ...standing, ...(before && { before }) });
           else this.known.delete(installationId);
         }
       },

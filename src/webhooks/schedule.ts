@@ -19,6 +19,20 @@ export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_r
 /** How a receiver fails every attempt it is sent: it hangs ('slow', each times out) or fails fast (refused, reset, 5xx, 429). */
 export type FailingKind = 'slow' | 'fast';
 
+/**
+ * How long a receiver that answered keeps its lanes through failures (see ShardState's
+ * `failing`): a shard run moves no installation to a shared lane by a batch failing
+ * throughout within this long of the last answer it saw (or of a hand-over saying it was
+ * prompt), and ingest hands over a receiver the log has had failing fast for less than
+ * this as it stood before (see ReceiverStates.stateOf). One that answers some events 500
+ * (a handler choking on some payloads, two 500s before a 200) is not down, and a shared
+ * lane's batches (retries waiting up to 1.5 s for their time, hanging ones 10 s) would
+ * hold its next first attempts for a slot: in bench (g), the tenant whose receiver answers
+ * 2 events a second 500 twice went there whenever a batch held only those, and waited up
+ * to 1 s. Shard runs replay with it: changing it takes a new patch.
+ */
+export const FAILING_AFTER_ANSWER_MS = 2000;
+
 /** Whether a receiver's state (as written, or handed over) is failing, either way. */
 export const isFailing = (state: unknown): state is FailingKind => state === 'slow' || state === 'fast';
 

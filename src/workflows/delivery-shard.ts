@@ -94,7 +94,9 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const promptHinted = sharesPrompt && hinted && wf.patched('prompt-hints');
   // Before what was queued followed its installation to its new lane.
   const queuedFollow = sharesFailing && wf.patched('queued-follow-lane');
-  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt, promptHinted, queuedFollow }, hanging, new Map(sharesFailing ? input.failing : []));
+  // Before a receiver that had answered within 2 s kept its lanes through a batch failing throughout.
+  const failingAfterAnswer = sharesFailing && wf.patched('failing-after-answer');
+  const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt, promptHinted, queuedFollow, failingAfterAnswer }, hanging, new Map(sharesFailing ? input.failing : []));
 
   wf.setHandler(handOverSignal, (items) => {
     // A signal cannot be refused: what is malformed (never sent by the platform) is left out, said in the log.

@@ -65,8 +65,10 @@ export interface ShardRules {
   sharesPrompt: boolean;
   /** Hand-overs' `prompt` put installations in it from their first attempt (`prompt-hints`). */
   promptHinted: boolean;
-  /** What an installation has queued follows it when a batch's results change its lane (`queued-follow-lane`). */
+  /** What an installation has queued follows it into a shared lane when it is found failing, by a batch or a hint (`queued-follow-lane`). */
   queuedFollow: boolean;
+  /** A batch failing throughout within FAILING_AFTER_ANSWER_MS of an answer moves its installation nowhere (`failing-after-answer`). */
+  failingAfterAnswer: boolean;
 }
 
 export const isRetryLane = (lane: string): boolean => lane.endsWith('/retry');

@@ -1,6 +1,6 @@
 import type { AttemptBatchResult } from '../activities/attempt-batch';
 import { MAX_BACKLOG, type FailingKind, type ShardEntry, type ShardInput, type ShardItem } from './shard-contract';
-import { isFailing, receiverStatesOf } from '../webhooks/schedule';
+import { FAILING_AFTER_ANSWER_MS, isFailing, receiverStatesOf } from '../webhooks/schedule';
 import { BATCH, isRetryLane, isSharedLane, mayAddBatch, PROMPT_LANE, sharedLane, type ShardRules } from './shard-lanes';
 
 /**
@@ -37,6 +37,8 @@ export class ShardState {
   private waiting: ShardEntry[] = [];
   /** Installations whose attempts this run has seen answered or failed: its own view, not a hand-over's hint, decides their lanes. */
   private readonly seen = new Set<string>();
+  /** When this run last saw each installation's receiver answer (a batch's results not all failures), or was told it answered promptly. */
+  private readonly answeredAt = new Map<string, number>();
   /**
    * Installations whose receivers answered every attempt of their last batch promptly
    * (PROMPT_MS). Their first attempts share one lane across installations: 200
@@ -74,12 +76,13 @@ export class ShardState {
     private readonly hanging: Set<string>,
     /**
      * Installations whose last batch failed every attempt it made, and how (`slow`: all
-     * timed out). Their deliveries, first attempts and retries alike, share two lanes of the
+     * timed out), unless their receiver answered within FAILING_AFTER_ANSWER_MS. Their deliveries, first attempts and retries alike, share two lanes of the
      * shard, `~slow/retry` and `~fast/retry`, batched together across installations: 100
      * installations whose receivers hang or refuse, at an event a second each, would
      * otherwise keep a batch each (or several) in flight, an activity a delivery, and take
      * the run's 500 places and the machine's time from the receivers that answer. One answer
-     * of their receiver that is not a failure gives them their own lanes back. Their retries
+     * of their receiver that is not a failure gives them their own lanes back (what waits in
+     * the shared lanes stays there). Their retries
      * keep their times, but wait for a place in the shared lanes. A run continued as new is
      * handed them.
      */
@@ -130,6 +133,8 @@ export class ShardState {
         if (item.prompt) {
           this.prompt.add(item.installationId);
           this.failing.delete(item.installationId);
+          // The log says it answered its last batch promptly: as good as an answer this run saw (see FAILING_AFTER_ANSWER_MS).
+          if (this.rules.failingAfterAnswer) this.answeredAt.set(item.installationId, Date.now());
         } else if (item.failing) this.prompt.delete(item.installationId);
       }
       if (this.known.has(item.id)) continue;
@@ -180,8 +185,14 @@ export class ShardState {
     const attempted = results.filter((result) => installationOf.has(result.id) && (result.statusCode !== undefined || result.error !== undefined));
     for (const [installation, state] of receiverStatesOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })), !interruptionsFree)) {
       this.seen.add(installation);
-      if (isFailing(state)) this.markFailing(installation, state);
-      else this.failing.delete(installation);
+      if (isFailing(state)) {
+        // So soon after an answer, the batch moves it nowhere (see FAILING_AFTER_ANSWER_MS).
+        if (this.rules.failingAfterAnswer && Date.now() - (this.answeredAt.get(installation) ?? -Infinity) < FAILING_AFTER_ANSWER_MS) continue;
+        this.markFailing(installation, state);
+      } else {
+        this.failing.delete(installation);
+        if (this.rules.failingAfterAnswer) this.answeredAt.set(installation, Date.now());
+      }
       if (sharesPrompt && state === 'prompt') this.prompt.add(installation);
       else this.prompt.delete(installation);
     }
@@ -190,7 +201,8 @@ export class ShardState {
   /**
    * An installation's receiver fails every attempt (a batch's results say so, or a
    * hand-over's hint): its deliveries go to the shared lane of that kind, those it has
-   * queued too. Left in its own lanes, what queued behind a receiver's first batch went out
+   * queued too (not back again: once it answers, what waits in the shared lane goes in a
+   * shared batch). Left in its own lanes, what queued behind a receiver's first batch went out
    * as one more batch of its own when that one returned, to hang for the attempt timeout
    * again: in bench (g), a hundred such batches 10 s after a hundred receivers began to
    * hang, each a worker slot and workflow tasks of the one shard run that another tenant's
@@ -201,7 +213,8 @@ export class ShardState {
     this.failing.set(installation, kind);
     // Queued in a shared lane already, it stays there (a receiver that turns from refusing to hanging moves nothing).
     if (!this.rules.queuedFollow || wasFailing) return;
-    const lanes = [installation, `${installation}/retry`, ...(this.prompt.has(installation) ? [PROMPT_LANE] : [])];
+    // The prompt lane too: it may hold what it queued there before a batch lagged and took it out.
+    const lanes = [installation, `${installation}/retry`, PROMPT_LANE];
     for (const lane of lanes) {
       const list = this.ready.get(lane);
       if (!list) continue;
