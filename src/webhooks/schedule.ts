@@ -20,11 +20,14 @@ export type AttemptErrorClass = 'timeout' | 'connection_refused' | 'connection_r
 export type FailingKind = 'slow' | 'fast';
 
 /**
- * How long a receiver that answered keeps its lanes through failures (see ShardState's
- * `failing`): a shard run moves no installation to a shared lane by a batch failing
- * throughout within this long of the last answer it saw (or of a hand-over saying it was
- * prompt), and ingest hands over a receiver the log has had failing fast for less than
- * this as it stood before (see ReceiverStates.stateOf). One that answers some events 500
+ * How long a receiver that answered keeps its lanes through fast failures (see
+ * ShardState's `failing`; one that hangs is known only at its first timeout, and moves at
+ * once): a shard run moves no installation to a shared lane by a batch failing fast
+ * throughout within this long of the last answer it saw (or, before it has seen one, of a
+ * hand-over saying it was prompt), and ingest hands over a receiver the log has had
+ * failing fast for less than this as it stood before (see ReceiverStates.stateOf). So one
+ * that stops answering moves at its first batch failing this long after its last answer
+ * (later at a trickle of events). One that answers some events 500
  * (a handler choking on some payloads, two 500s before a 200) is not down, and a shared
  * lane's batches (retries waiting up to 1.5 s for their time, hanging ones 10 s) would
  * hold its next first attempts for a slot: in bench (g), the tenant whose receiver answers

@@ -67,7 +67,7 @@ export interface ShardRules {
   promptHinted: boolean;
   /** What an installation has queued follows it into a shared lane when it is found failing, by a batch or a hint (`queued-follow-lane`). */
   queuedFollow: boolean;
-  /** A batch failing throughout within FAILING_AFTER_ANSWER_MS of an answer moves its installation nowhere (`failing-after-answer`). */
+  /** A batch failing fast throughout within FAILING_AFTER_ANSWER_MS of an answer moves its installation nowhere; the prompt lane's queue follows it too (`failing-after-answer`). */
   failingAfterAnswer: boolean;
 }
 

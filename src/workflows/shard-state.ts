@@ -186,8 +186,8 @@ export class ShardState {
     for (const [installation, state] of receiverStatesOf(attempted.map((result) => ({ ...result, installationId: installationOf.get(result.id)! })), !interruptionsFree)) {
       this.seen.add(installation);
       if (isFailing(state)) {
-        // So soon after an answer, the batch moves it nowhere (see FAILING_AFTER_ANSWER_MS).
-        if (this.rules.failingAfterAnswer && Date.now() - (this.answeredAt.get(installation) ?? -Infinity) < FAILING_AFTER_ANSWER_MS) continue;
+        // Failing fast so soon after an answer, the batch moves it nowhere (see FAILING_AFTER_ANSWER_MS); one that hangs moves at once.
+        if (this.rules.failingAfterAnswer && state === 'fast' && Date.now() - (this.answeredAt.get(installation) ?? -Infinity) < FAILING_AFTER_ANSWER_MS) continue;
         this.markFailing(installation, state);
       } else {
         this.failing.delete(installation);
@@ -213,8 +213,8 @@ export class ShardState {
     this.failing.set(installation, kind);
     // Queued in a shared lane already, it stays there (a receiver that turns from refusing to hanging moves nothing).
     if (!this.rules.queuedFollow || wasFailing) return;
-    // The prompt lane too: it may hold what it queued there before a batch lagged and took it out.
-    const lanes = [installation, `${installation}/retry`, PROMPT_LANE];
+    // The prompt lane too (from `failing-after-answer`, even once out of it: what it queued there before a batch lagged stays there).
+    const lanes = [installation, `${installation}/retry`, ...(this.rules.failingAfterAnswer || this.prompt.has(installation) ? [PROMPT_LANE] : [])];
     for (const lane of lanes) {
       const list = this.ready.get(lane);
       if (!list) continue;
