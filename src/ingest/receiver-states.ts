@@ -24,8 +24,8 @@ export const HOLD_AFTER_MS = 10_000;
  * most of them); all are read again every minute.
  */
 export class ReceiverStates {
-  /** With, for a receiver failing, what it was before it began to (prompt, or nothing said). */
-  private known = new Map<string, ReceiverStanding & { before?: ReceiverState }>();
+  /** With, for a receiver failing, whether it was prompt before it began to. */
+  private known = new Map<string, ReceiverStanding & { before?: 'prompt' }>();
   private readAt = -Infinity;
   /** When the last read that answered began, and the last of all. */
   private answeredFrom = -Infinity;
@@ -45,7 +45,7 @@ export class ReceiverStates {
   stateOf(installationId: string, now = Date.now()): ReceiverState | undefined {
     this.refresh();
     const standing = this.known.get(installationId);
-    if (standing?.state === 'fast' && standing.failingFrom !== undefined && now - standing.failingFrom < FAILING_AFTER_ANSWER_MS) return standing.before ?? undefined;
+    if (standing?.state === 'fast' && standing.failingFrom !== undefined && now - standing.failingFrom < FAILING_AFTER_ANSWER_MS) return standing.before;
     return standing?.state;
   }
 
@@ -70,7 +70,7 @@ export class ReceiverStates {
         if (all) [this.known, this.readAllAt] = [new Map(), now];
         for (const [installationId, standing] of states) {
           const was = previous.get(installationId);
-          const before = isFailing(standing.state) ? (was && !isFailing(was.state) ? was.state : was?.before) : undefined;
+          const before = isFailing(standing.state) ? (was?.state === 'prompt' ? 'prompt' : was?.before) : undefined;
           if (standing.state) this.known.set(installationId, { ...standing, ...(before && { before }) });
           else this.known.delete(installationId);
         }

@@ -27,12 +27,12 @@ export type FailingKind = 'slow' | 'fast';
  * hand-over saying it was prompt), and ingest hands over a receiver the log has had
  * failing fast for less than this as it stood before (see ReceiverStates.stateOf). So one
  * that stops answering moves at its first batch failing this long after its last answer
- * (later at a trickle of events). One that answers some events 500
- * (a handler choking on some payloads, two 500s before a 200) is not down, and a shared
- * lane's batches (retries waiting up to 1.5 s for their time, hanging ones 10 s) would
- * hold its next first attempts for a slot: in bench (g), the tenant whose receiver answers
- * 2 events a second 500 twice went there whenever a batch held only those, and waited up
- * to 1 s. Shard runs replay with it: changing it takes a new patch.
+ * (later at a trickle of events). One that answers some events 500 (a handler choking on
+ * some payloads, two 500s before a 200) is not down, and a shared lane's batches (retries
+ * waiting up to 1.5 s for their time, hanging ones 10 s) would hold its next first
+ * attempts for a slot: in bench (g), the tenant whose receiver answers 2 events a second
+ * 500 twice went there whenever a batch held only those, and waited up to 1 s. Shard runs
+ * replay with it: changing it takes a new patch.
  */
 export const FAILING_AFTER_ANSWER_MS = 2000;
 

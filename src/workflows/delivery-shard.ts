@@ -94,7 +94,7 @@ export async function deliveryShardWorkflow(input: ShardInput): Promise<void> {
   const promptHinted = sharesPrompt && hinted && wf.patched('prompt-hints');
   // Before what was queued followed its installation to its new lane.
   const queuedFollow = sharesFailing && wf.patched('queued-follow-lane');
-  // Before a receiver that had answered within 2 s kept its lanes through a batch failing throughout.
+  // Before a receiver that had answered within 2 s kept its lanes through a batch failing fast throughout.
   const failingAfterAnswer = sharesFailing && wf.patched('failing-after-answer');
   const state = new ShardState(input, { lanes, pipelined, led, lead, group, bytesBounded, holdsHanging, sharesFailing, hinted, interruptionsFree, sharedLaneBatches, sharesPrompt, promptHinted, queuedFollow, failingAfterAnswer }, hanging, new Map(sharesFailing ? input.failing : []));
 

@@ -76,15 +76,15 @@ export class ShardState {
     private readonly hanging: Set<string>,
     /**
      * Installations whose last batch failed every attempt it made, and how (`slow`: all
-     * timed out), unless their receiver answered within FAILING_AFTER_ANSWER_MS. Their deliveries, first attempts and retries alike, share two lanes of the
-     * shard, `~slow/retry` and `~fast/retry`, batched together across installations: 100
+     * timed out; `fast` counts only past FAILING_AFTER_ANSWER_MS from an answer). Their
+     * deliveries, first attempts and retries alike, share two lanes of the shard,
+     * `~slow/retry` and `~fast/retry`, batched together across installations: 100
      * installations whose receivers hang or refuse, at an event a second each, would
      * otherwise keep a batch each (or several) in flight, an activity a delivery, and take
      * the run's 500 places and the machine's time from the receivers that answer. One answer
      * of their receiver that is not a failure gives them their own lanes back (what waits in
-     * the shared lanes stays there). Their retries
-     * keep their times, but wait for a place in the shared lanes. A run continued as new is
-     * handed them.
+     * the shared lanes stays there). Their retries keep their times, but wait for a place
+     * in the shared lanes. A run continued as new is handed them.
      */
     private readonly failing = new Map<string, FailingKind>(),
   ) {
@@ -202,9 +202,9 @@ export class ShardState {
    * An installation's receiver fails every attempt (a batch's results say so, or a
    * hand-over's hint): its deliveries go to the shared lane of that kind, those it has
    * queued too (not back again: once it answers, what waits in the shared lane goes in a
-   * shared batch). Left in its own lanes, what queued behind a receiver's first batch went out
-   * as one more batch of its own when that one returned, to hang for the attempt timeout
-   * again: in bench (g), a hundred such batches 10 s after a hundred receivers began to
+   * shared batch). Left in its own lanes, what queued behind a receiver's first batch went
+   * out as one more batch of its own when that one returned, to hang for the attempt
+   * timeout again: in bench (g), a hundred such batches 10 s after a hundred receivers began to
    * hang, each a worker slot and workflow tasks of the one shard run that another tenant's
    * hand-overs wait for.
    */
