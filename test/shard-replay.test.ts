@@ -19,6 +19,11 @@ const SHARED_RECORDED_KEY = 'm0xHNBK49TJCacYWV7tFSbO6vdPOoyNOQwtqaGKqCpY=';
  */
 describe('delivery shard histories recorded by earlier versions', function () {
   this.timeout(60_000);
+  /** Histories recorded from the shard tests, whose stand-in workers seal nothing. */
+  const replayPlain = async (file: string, workflowId: string) => {
+    const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, file))));
+    await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') } }, history, workflowId);
+  };
 
   it('replays a run of 0.1.0 (update hand-overs, one batch per lane, retries on timers) without a nondeterminism error', async function () {
     // Recorded with the platform at 4c761b0: 60 events to two installations, one POST in five answered 500.
@@ -36,5 +41,15 @@ describe('delivery shard histories recorded by earlier versions', function () {
     // Recorded with the workflows at 36df674 and stand-in attempts: 600 deliveries to 20 installations a hand-over said hang.
     const history = temporal.api.history.v1.History.decode(gunzipSync(readFileSync(path.join(HISTORIES, 'delivery-epoch-shared-36df674.bin.gz'))));
     await Worker.runReplayHistory({ workflowBundle: { code: readFileSync(testSettings().bundle, 'utf8') }, dataConverter: dataConverter(new EncryptionCodec(SHARED_RECORDED_KEY)) }, history, 'delivery-shard/0/epoch-shared');
+  });
+
+  it('replays an epoch run of c894f02 (what receivers found failing had queued moved to the shared lane) without a nondeterminism error', async function () {
+    // Recorded from the shard test of patch queued-follow-lane, stand-in attempts, plain payloads: a hand-over's hint and two timed-out batches move queued deliveries.
+    await replayPlain('delivery-epoch-follow-c894f02.bin.gz', 'delivery-shard/0/epoch-follow');
+  });
+
+  it('replays an epoch run of c894f02 (lanes kept through a batch failing fast within 2 s of an answer) without a nondeterminism error', async function () {
+    // Recorded from a variant of the shard test of patch failing-after-answer (its third round to the 500-answering and the refusing receivers only, so the patch changes how many batches start), stand-in attempts, plain payloads.
+    await replayPlain('delivery-epoch-grace-c894f02.bin.gz', 'delivery-shard/0/epoch-grace');
   });
 });
