@@ -2,7 +2,6 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AttemptRecords } from '../delivery-log/attempt-records';
 import type { HealthChange } from '../delivery-log/receiver-health';
 import type { InstallationIndex } from '../installations/read-model';
-import type { InstallationProjection } from '../installations/types';
 import type { DeliveryOutcome, DeliveryToAttempt } from '../delivery-log/types';
 import type { PendingDelivery } from '../delivery-log/rows';
 import type { Logger } from '../logger';
@@ -19,6 +18,7 @@ import { isNoRoom } from '../isolates/isolate-error';
 import { trace } from '@opentelemetry/api';
 import { linksTo } from '../tracing';
 import type { FirstAttemptLag } from './yielding-pace';
+import { installationsAsOf } from './installations-as-of';
 
 export interface AttemptBatchInput {
   /** The shard run making the attempts; each record links to it. */
@@ -161,16 +161,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       /** When each attempt made by this run ended (performance.now()), and how long after its time (see AttemptBatchResult's tookMs). */
       const endedAt = new Map<string, number>();
       const took = new Map<string, number>();
-      const installationIds = [...new Set([...deliveries.values()].map((d) => d.installationId))];
-      /**
-       * The installations as read at or after a time, so that a change answered before an
-       * attempt's time applies to it; attempts that become due together share one read.
-       */
-      let read: { at: number; targets: Promise<Map<string, InstallationProjection>> } | undefined;
-      const targetsAsOf = (at: number) => {
-        if (!read || read.at < at) read = { at: Date.now(), targets: deps.installations.getMany(installationIds) };
-        return read.targets;
-      };
+      const installationAsOf = installationsAsOf(deps.installations);
       /** Deliveries whose attempt this run did not make (no room in the isolate pool, the worker stopping first): the same attempt is asked for after `inMs`. */
       const later: { id: string; inMs: number }[] = [];
       const toLine: DeliveryToAttempt[] = [];
@@ -199,7 +190,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
           // A newer run of the batch makes this attempt (see batchCancellation); this run's answer is nobody's.
           if (superseded.aborted) return undefined;
           if (stopping.aborted) return void later.push({ id, inMs: Math.max(0, timeOf(entry) - Date.now()) });
-          const target = (await targetsAsOf(timeOf(entry))).get(delivery.installationId);
+          const target = await installationAsOf(delivery.installationId, timeOf(entry));
           // Ordered since the shard got it: its line attempts it (the shard forgets it).
           if (!input.line && target && deliversInOrder(target)) return void toLine.push(delivery);
           let outcome = notAttempted(delivery, attempt, target);
