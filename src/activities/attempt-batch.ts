@@ -161,7 +161,7 @@ export function createAttemptBatch(deps: AttemptBatchDependencies) {
       /** When each attempt made by this run ended (performance.now()), and how long after its time (see AttemptBatchResult's tookMs). */
       const endedAt = new Map<string, number>();
       const took = new Map<string, number>();
-      const installationAsOf = installationsAsOf(deps.installations);
+      const installationAsOf = installationsAsOf(deps.installations, input.entries.length > 1);
       /** Deliveries whose attempt this run did not make (no room in the isolate pool, the worker stopping first): the same attempt is asked for after `inMs`. */
       const later: { id: string; inMs: number }[] = [];
       const toLine: DeliveryToAttempt[] = [];

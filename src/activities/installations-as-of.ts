@@ -9,9 +9,11 @@ import type { InstallationProjection } from '../installations/types';
  * serves it. Reading all of a batch's installations at each time one of its attempts came
  * due made a shared lane's batch (up to 100 installations, their retries due at as many
  * times) read each of them at every one: beside 200 failing receivers, 29,000 installation
- * rows in 8 s, some 18 for each event ingested meanwhile.
+ * rows in 8 s, some 18 for each event ingested meanwhile. Asked once `at` has passed;
+ * `together` false (a batch of one delivery, an ordered line's step) reads at once, not a
+ * turn later.
  */
-export function installationsAsOf(installations: Pick<InstallationIndex, 'getMany'>) {
+export function installationsAsOf(installations: Pick<InstallationIndex, 'getMany'>, together = true) {
   /** Each installation's latest read: when it was asked for (the read itself starts later). */
   const latest = new Map<string, { at: number; target: Promise<InstallationProjection | undefined> }>();
   /** The read being gathered this turn. */
@@ -21,7 +23,7 @@ export function installationsAsOf(installations: Pick<InstallationIndex, 'getMan
     if (known && known.at >= at) return known.target;
     if (!gathering) {
       const ids = new Set<string>();
-      const targets = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      const targets = (together ? new Promise<void>((resolve) => setImmediate(resolve)) : Promise.resolve()).then(() => {
         gathering = undefined;
         return installations.getMany([...ids]);
       });
