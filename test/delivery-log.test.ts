@@ -299,6 +299,23 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal((await stores.deliveries.get('evt_op_1:ins_op_gone'))?.status, 'failed', 'its recent deliveries stay until the retention');
     });
 
+    it('keeps a pace whose interval is no whole millisecond: 300 slots at 300/s span 996.7 ms (whole ms made them 897), and past the horizon a slot is asked for later', async function () {
+      const now = Date.now();
+      const slots = [];
+      for (let i = 0; i < 300; i++) slots.push(await stores.pace.reserve('ins_pace_300', 1000 / 300, 10_000, now));
+      const at = slots.map((slot) => ('sendAt' in slot ? slot.sendAt : NaN));
+      assert.equal(at[0], now);
+      assert.ok(Math.abs(at[299]! - now - (299 * 1000) / 300) < 0.5, `the 300th slot ${at[299]! - now} ms after the first`);
+      // Slowed by a 429 (held 10 ms): twice the interval from the hold's end.
+      await stores.pace.slowDown('ins_pace_300', 10, now);
+      const slowed = await Promise.all([stores.pace.reserve('ins_pace_300', 1000 / 300, 10_000, now + 1000), stores.pace.reserve('ins_pace_300', 1000 / 300, 10_000, now + 1000)]);
+      const [first, second] = slowed.map((slot) => ('sendAt' in slot ? slot.sendAt : NaN)).sort((a, b) => a - b);
+      assert.ok(Math.abs(second! - first! - 2000 / 300) < 0.01, `slowed slots ${second! - first!} ms apart`);
+      // The next slot is over 3 s out: past a 1 s horizon, none is taken, and the attempt is asked for again then.
+      const later = await stores.pace.reserve('ins_pace_300', 1000 / 300, 1000, now - 3000);
+      assert.ok('laterMs' in later && later.laterMs > 2000, JSON.stringify(later));
+    });
+
     it('counts a receiver’s failures in a row with the outcomes that finish them: once, whatever is written again; a success starts over', async function () {
       await stores.events.recordEvents([event('evt_h1', ['ins_h']), event('evt_h2', ['ins_h']), event('evt_h3', ['ins_h'])]);
       const outcome = (id: string, statusCode: number) => ({ id, status: statusCode === 200 ? ('delivered' as const) : ('failed' as const), attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 1, url: 'https://e.example', statusCode } });

@@ -62,8 +62,8 @@ describe('the platform on PostgreSQL', function () {
       const paced = await platform.admin('POST', '/v1/events/batch', { events: [1, 2, 3].map(() => spaceEvent(tenant.org, 'pg-gone')) });
       const deliveries = await platform.finalDeliveries(paced.body.results.map((result: any) => result.deliveries[0]), tenant.token);
       assert.deepEqual(deliveries.map((delivery) => [delivery.status, delivery.attempts.length]), [['delivered', 1], ['delivered', 1], ['delivered', 1]]);
-      const slots = await platform.stores.db.selectFrom('installation_pace').select('next_at').where('installation_id', '=', hook.id).executeTakeFirstOrThrow();
-      assert.ok(Number(slots.next_at) > Date.now() - 60_000, 'slots were taken');
+      const slots = await platform.stores.db.selectFrom('installation_pace').select('next_at_us').where('installation_id', '=', hook.id).executeTakeFirstOrThrow();
+      assert.ok(Number(slots.next_at_us) > (Date.now() - 60_000) * 1000, 'slots were taken');
     } finally {
       await gone.stop();
     }

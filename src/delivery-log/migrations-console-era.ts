@@ -71,4 +71,12 @@ export const consoleEraMigrations: Record<string, DialectMigration> = {
       await db.insertInto('sealed_rederivations').values({ name: 'installation_flags' }).execute();
     },
   },
+  '0018-pace-in-microseconds': {
+    // Send slots in µs: in whole ms, a pace whose interval is not one (300/s: 3.33 ms) was
+    // rounded (333/s). A new column, not a change of next_at, so that processes of the
+    // version before keep theirs during a rolling upgrade (the two then pace apart).
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('installation_pace').addColumn('next_at_us', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  },
 };

@@ -122,7 +122,10 @@ export interface InstallationHealthTable {
 /** The next send slot of an installation with a `max_per_second` (see PaceRecords). */
 export interface InstallationPaceTable {
   installation_id: string;
+  /** The next slot, in ms: written by processes of the versions before 0018 (this one writes it once, at the row's insert). */
   next_at: number;
+  /** The next slot, in µs since 1970 (0018). */
+  next_at_us: number;
   /** Until when a receiver's 429 holds every send, those whose slots were taken before it too. */
   held_until: number;
   /** Until when it goes at half its pace (after a receiver's 429). */
