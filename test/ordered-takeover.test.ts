@@ -37,11 +37,11 @@ describe('ordered delivery: an installation made ordered while its shard holds d
     return createAttemptBatch({ attempts: stores.attempts, installations: stores.installations, runtime, baseUrl: settings.baseUrl, webhookGuard: settings.webhookGuard, logger: createLogger('warn'), handOver: (deliveries) => ingest.handOverRecorded(deliveries) });
   };
 
-  /** A delivery in the log, pending and handed to no shard: only the runs below attempt it. */
-  async function pendingDelivery(installationId: string, url = receiver.url): Promise<{ eventId: string; id: string }> {
+  /** A delivery in the log, pending (or `held`) and handed to no shard: only the runs below attempt it. */
+  async function pendingDelivery(installationId: string, url = receiver.url, held = false): Promise<{ eventId: string; id: string }> {
     const eventId = `evt_line_${randomBytes(4).toString('hex')}`;
     const id = `${eventId}:${installationId}`;
-    const event: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url }] };
+    const event: NewEvent = { eventId, organizationId: tenant.org, eventType: 'space_content_updated', deliveries: [{ id, eventId, installationId, organizationId: tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ eventId, type: 'space_content_updated' }), url, ...(held && { held: true as const }) }] };
     await platform.stores.events.recordEvents([event]);
     return { eventId, id };
   }
@@ -113,6 +113,30 @@ describe('ordered delivery: an installation made ordered while its shard holds d
       assert.equal((await platform.stores.deliveries.get(ahead.id))?.status, 'delivered');
     } finally {
       answerFirst();
+      await own.stop();
+    }
+  });
+
+  it('the line sends nothing recorded after a held delivery (a resume releases those in the background) until it is released', async function () {
+    const own = await new ScriptedReceiver().start();
+    try {
+      const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-e' }, own.url, { space_content_updated: true, ordered: true });
+      // Held while the installation was paused; recorded after the resume, not yet released.
+      const held = await pendingDelivery(hook.id, own.url, true);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      const after = await pendingDelivery(hook.id, own.url);
+      let asked = 0;
+      const log = platform.parts.stores.attempts;
+      const lineLog = Object.assign(Object.create(log) as AttemptRecords, { oldestHeld: (installationId: string) => ((asked += 1), AttemptRecords.prototype.oldestHeld.call(log, installationId)) });
+      const drainLine = createLineDrain({ ...platform.parts.stores, attempts: lineLog, ingest: platform.parts.ingest }, attemptBatch());
+      const lineRun = new MockActivityEnvironment({ heartbeatTimeoutMs: 10_000 }).run(drainLine, hook.id);
+      await waitFor(async () => (asked >= 3 || own.requests.length > 0 ? true : undefined), 30_000, 'the line asking again');
+      assert.equal(own.requests.length, 0, 'nothing sent while what is older is held');
+      // The release operation's update: pending again.
+      await platform.stores.db.updateTable('deliveries').set({ status: 'pending' }).where('id', '=', held.id).execute();
+      assert.equal(await lineRun, 'drained');
+      assert.deepEqual(own.requests.map((request) => JSON.parse(request.body).eventId), [held.eventId, after.eventId]);
+    } finally {
       await own.stop();
     }
   });

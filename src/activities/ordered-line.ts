@@ -7,6 +7,8 @@ import type { AttemptBatchInput, AttemptBatchResult, LineStep } from './attempt-
 
 /** Pending deliveries read from the log at a time. */
 const PAGE = 100;
+/** How often a line whose next deliveries wait behind held ones asks again (a resume's operation releases a page each 500 ms). */
+const HELD_WAIT_MS = 500;
 /** A wait between retries heartbeats this often (the line's heartbeat timeout is 10 s). */
 const HEARTBEAT_MS = 2000;
 /**
@@ -35,7 +37,7 @@ async function waitHeartbeating(ms: number): Promise<void> {
  * first, each attempted through the attempt batch (one delivery a batch: the same reads,
  * pause and throttle, records and health) until it is final, its retries waited for here,
  * before the next is sent. A failure does not stop the line; a replay, recorded later, is
- * at its back. Answers `gone` once the installation is deleted, or no longer ordered (what
+ * at its back; nothing recorded after a held delivery goes before it is released. Answers `gone` once the installation is deleted, or no longer ordered (what
  * is pending then is handed to the shards).
  */
 export function createLineDrain(deps: { attempts: AttemptRecords; installations: InstallationIndex; ingest: { handOverRecorded(deliveries: PendingDelivery[]): Promise<void> } }, attemptBatch: (input: AttemptBatchInput, line?: LineStep) => Promise<AttemptBatchResult[]>) {
@@ -54,8 +56,16 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
       const target = await deps.installations.get(installationId);
       // Deleted, or no longer ordered: its shards end what is pending (skipped, failed, or attempted).
       if (!target || target.status === 'deleted' || !deliversInOrder(target)) return leaveLine(installationId).then(() => 'gone' as const);
-      const pending = await deps.attempts.pendingInOrder(installationId, PAGE);
-      if (pending.length === 0) return 'drained';
+      const held = await deps.attempts.oldestHeld(installationId);
+      const pending = await deps.attempts.pendingInOrder(installationId, PAGE, undefined, held);
+      if (pending.length === 0) {
+        // Recorded after what is held (events since a resume): they wait for its release, which wakes the line too.
+        if (held && (await deps.attempts.pendingInOrder(installationId, 1)).length) {
+          await waitHeartbeating(HELD_WAIT_MS);
+          continue;
+        }
+        return 'drained';
+      }
       /** The delivery next in line, read while the one ahead of it was out. */
       let ahead: LineStep['read'];
       for (const [i, delivery] of pending.entries()) {

@@ -9,6 +9,9 @@ import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt 
 /** An attempt's key in recordStarted's answer. */
 export const startedKey = (deliveryId: string, attempt: number): string => `${deliveryId}#${attempt}`;
 
+/** A delivery's place in the order recorded (an ordered installation's line). */
+export type LinePlace = { createdAt: number; seq: number; id: string };
+
 type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updated_at' | 'completed_at' | 'attempts' | 'url' | 'workflow_id' | 'run_id'>>;
 
 /**
@@ -68,22 +71,33 @@ export class AttemptRecords {
 
   /**
    * An installation's pending deliveries in the order they were recorded (a flush's in its
-   * order), from after `after` (an ordered installation's line), with the attempts each has
-   * had: one range of the pending-line index.
+   * order), from after `after` and before `before` (an ordered installation's line), with
+   * the attempts each has had: one range of the pending-line index.
    */
-  async pendingInOrder(installationId: string, limit: number, after?: { createdAt: number; seq: number; id: string }): Promise<(PendingDelivery & { attempts: number; seq: number })[]> {
+  async pendingInOrder(installationId: string, limit: number, after?: LinePlace, before?: LinePlace): Promise<(PendingDelivery & { attempts: number; seq: number })[]> {
     const rows = await this.db
       .selectFrom('deliveries')
       .select([...PENDING_COLUMNS, 'attempts', 'seq'])
       .where('installation_id', '=', installationId)
       .where('status', '=', 'pending')
       .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'seq', 'id'), '>', eb.tuple(after!.createdAt, after!.seq, after!.id))))
+      .$if(before !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'seq', 'id'), '<', eb.tuple(before!.createdAt, before!.seq, before!.id))))
       .orderBy('created_at')
       .orderBy('seq')
       .orderBy('id')
       .limit(limit)
       .execute();
     return rows.map((row) => ({ ...pendingDelivery(row), attempts: row.attempts, seq: Number(row.seq) }));
+  }
+
+  /**
+   * Where the installation's oldest held delivery stands in the order recorded: an ordered
+   * line sends nothing recorded after it until it is released (a resume's operation) or
+   * dropped, so that events recorded after a resume do not go before those held.
+   */
+  async oldestHeld(installationId: string): Promise<LinePlace | undefined> {
+    const row = await this.db.selectFrom('deliveries').select(['created_at', 'seq', 'id']).where('installation_id', '=', installationId).where('status', '=', 'held').orderBy('created_at').orderBy('seq').orderBy('id').limit(1).executeTakeFirst();
+    return row && { createdAt: Number(row.created_at), seq: Number(row.seq), id: row.id };
   }
 
   /** Attempts written as started that were not made after all (no room for integration code): the same attempt is made later. */
