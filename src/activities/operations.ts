@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { operationPhases, type OperationPhase, type OperationRequest, type PageCursor } from '../delivery-log/types';
 import type { DeliveryReads } from '../delivery-log/delivery-reads';
-import type { EventRecords } from '../delivery-log/event-records';
+import { recordingTime, type EventRecords } from '../delivery-log/event-records';
 import type { OperationRecords } from '../delivery-log/operation-records';
 import type { ReceiverHealthReads } from '../delivery-log/health-reads';
 import type { PendingDelivery } from '../delivery-log/rows';
@@ -101,7 +101,7 @@ export function createOperationActivities(deps: OperationDependencies, firstAtte
         replayed.add(delivery.eventId);
         return true;
       });
-      const replays = await deps.events.recordReplays(originals, Date.now(), (trx, recorded) => deps.operations.advance(request.id, recorded.length, originals.length - recorded.length, trx));
+      const replays = await deps.events.recordReplays(originals, recordingTime(), (trx, recorded) => deps.operations.advance(request.id, recorded.length, originals.length - recorded.length, trx));
       if (replays.length) await handOver(replays);
       return { handled: originals.length, ...(page.next && { next: page.next }) };
     },

@@ -5,6 +5,19 @@ import type { Schema } from './schema';
 import { chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
 import type { DeliverySummary, EventRecord, NewDelivery, NewEvent } from './types';
 
+let lastRecordedAt = 0;
+/**
+ * When a delivery is recorded (ms since 1970), later than the last this process took: an
+ * ordered line sends in the order recorded, by this time first, and two of a process's
+ * flushes in one millisecond would have tied, their deliveries then sent by id. At
+ * hundreds of flushes a second it runs ahead of the clock by nothing: each takes more
+ * than a millisecond.
+ */
+export function recordingTime(): number {
+  lastRecordedAt = Math.max(Date.now(), lastRecordedAt + 1);
+  return lastRecordedAt;
+}
+
 /**
  * The log's writes of what was accepted (DESIGN.md §2): events with their planned
  * deliveries (ingest), replays (the API), and what is still pending of events recorded
@@ -20,7 +33,7 @@ export class EventRecords {
    * Records events with their planned deliveries. The events table's key decides races: an
    * eventId recorded before keeps its first answer, and nothing of this call is added to it.
    */
-  async recordEvents(events: NewEvent[], now = Date.now()): Promise<Map<string, EventRecord>> {
+  async recordEvents(events: NewEvent[], now = recordingTime()): Promise<Map<string, EventRecord>> {
     const records = new Map<string, EventRecord>();
     await this.db.transaction().execute(async (trx) => {
       const fresh = new Set<string>();
@@ -60,7 +73,7 @@ export class EventRecords {
    * (found in one read of the event's deliveries; a concurrent replay taking it moves to the
    * next). None for an original no longer in the log (purged since it was read).
    */
-  async recordReplays(originals: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>[], now = Date.now(), withThem?: (trx: Transaction<Schema>, replays: PendingDelivery[]) => Promise<void>): Promise<PendingDelivery[]> {
+  async recordReplays(originals: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>[], now = recordingTime(), withThem?: (trx: Transaction<Schema>, replays: PendingDelivery[]) => Promise<void>): Promise<PendingDelivery[]> {
     return this.db.transaction().execute(async (trx) => {
       const replays: PendingDelivery[] = [];
       for (const part of chunks(originals)) {

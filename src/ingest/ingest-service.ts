@@ -1,4 +1,4 @@
-import type { EventRecords } from '../delivery-log/event-records';
+import { recordingTime, type EventRecords } from '../delivery-log/event-records';
 import type { PendingDelivery } from '../delivery-log/rows';
 import type { InstallationIndex } from '../installations/read-model';
 import type { EventRecord, NewEvent } from '../delivery-log/types';
@@ -139,7 +139,7 @@ export class IngestService {
    */
   async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number, onRecorded?: (records: Map<string, EventRecord>) => void, lines?: Set<string>): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
-    const now = Date.now();
+    const now = recordingTime();
     const records = await this.log.recordEvents(events, now);
     onRecorded?.(records);
     const handOver: HandOver[] = [];
