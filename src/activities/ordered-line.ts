@@ -56,10 +56,12 @@ export function createLineDrain(deps: { attempts: AttemptRecords; installations:
       const target = await deps.installations.get(installationId);
       // Deleted, or no longer ordered: its shards end what is pending (skipped, failed, or attempted).
       if (!target || target.status === 'deleted' || !deliversInOrder(target)) return leaveLine(installationId).then(() => 'gone' as const);
-      const held = await deps.attempts.oldestHeld(installationId);
+      // Active only: while paused, what is pending ends failed (installation_paused), as before, instead of waiting out the pause.
+      const held = target.status === 'active' ? await deps.attempts.oldestHeld(installationId) : undefined;
       const pending = await deps.attempts.pendingInOrder(installationId, PAGE, undefined, held);
       if (pending.length === 0) {
-        // Recorded after what is held (events since a resume): they wait for its release, which wakes the line too.
+        // Recorded after what is held (events since a resume): they wait for its release (the
+        // resume's operation, or the held sweep's once a minute for what no operation took).
         if (held && (await deps.attempts.pendingInOrder(installationId, 1)).length) {
           await waitHeartbeating(HELD_WAIT_MS);
           continue;

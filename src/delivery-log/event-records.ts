@@ -9,9 +9,9 @@ let lastRecordedAt = 0;
 /**
  * When a delivery is recorded (ms since 1970), later than the last this process took: an
  * ordered line sends in the order recorded, by this time first, and two of a process's
- * flushes in one millisecond would have tied, their deliveries then sent by id. At
- * hundreds of flushes a second it runs ahead of the clock by nothing: each takes more
- * than a millisecond.
+ * recordings in one millisecond would have tied, their deliveries then sent by id. It runs
+ * ahead of the clock only while a process records more than 1,000 times a second, and
+ * catches up by itself.
  */
 export function recordingTime(): number {
   lastRecordedAt = Math.max(Date.now(), lastRecordedAt + 1);
