@@ -65,9 +65,19 @@ export class Member {
     const exit = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(`${this.name} exited (${code ?? signal}) while starting:\n${this.tail.join('\n')}`)));
     const gone = () => child.exitCode !== null || child.signalCode !== null;
     const url = this.url;
-    const isReady = url ? () => fetch(`${url}/readyz`).then((r) => r.ok, () => false) : async () => running;
-    // Ends once ready or gone: the exit then says why.
-    await waitFor(async () => (gone() || (await isReady()) ? true : undefined), 120_000, `${this.name} to be ready`, 100);
+    /** What /readyz last said when it was not ready, for a start that never gets there. */
+    let unready = 'nothing';
+    const isReady = url
+      ? () =>
+          fetch(`${url}/readyz`).then(
+            async (r) => (r.ok || (unready = `${r.status} ${(await r.text()).slice(0, 500)}`), r.ok),
+            (err: Error) => ((unready = err.message), false),
+          )
+      : async () => running;
+    // Ends once ready or gone: the exit then says why; a start that hangs says where it stands.
+    await waitFor(async () => (gone() || (await isReady()) ? true : undefined), 120_000, `${this.name} to be ready`, 100).catch((err: Error) => {
+      throw new Error(`${err.message}; ${url ? `its /readyz last answered ${unready}; ` : ''}its last lines:\n${this.tail.join('\n')}`);
+    });
     return gone() ? exit : undefined;
   }
 
