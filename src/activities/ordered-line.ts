@@ -37,8 +37,9 @@ async function waitHeartbeating(ms: number): Promise<void> {
  * first, each attempted through the attempt batch (one delivery a batch: the same reads,
  * pause and throttle, records and health) until it is final, its retries waited for here,
  * before the next is sent. A failure does not stop the line; a replay, recorded later, is
- * at its back; nothing recorded after a held delivery goes before it is released. Answers `gone` once the installation is deleted, or no longer ordered (what
- * is pending then is handed to the shards).
+ * at its back; nothing recorded after a held delivery goes before it is released. Answers
+ * `gone` once the installation is deleted, or no longer ordered (what is pending then is
+ * handed to the shards).
  */
 export function createLineDrain(deps: { attempts: AttemptRecords; installations: InstallationIndex; ingest: { handOverRecorded(deliveries: PendingDelivery[]): Promise<void> } }, attemptBatch: (input: AttemptBatchInput, line?: LineStep) => Promise<AttemptBatchResult[]>) {
   /** Hands what is pending to the shards, page by page: the installation is no longer a line. */
