@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { openStores, type PlatformStores } from '../src/platform/stores';
+import { inLineOrder } from '../src/delivery-log/rows';
 import { freePort } from '../src/temporal/dev-server';
 import { entryPoint, waitForOk } from './support/entry-point';
 import { namespaceFor } from './support/namespaces';
@@ -209,7 +210,7 @@ describe('crash safety: SIGKILL of the worker and of the API under load', functi
   });
 
   it('delivers every event to the ordered installation in the order the log recorded them, through both kills', async function () {
-    const recorded = await stores.db.selectFrom('deliveries').select(['event_id', 'status']).where('installation_id', '=', installations.ordered).orderBy('created_at').orderBy('seq').orderBy('id').execute();
+    const recorded = await stores.db.selectFrom('deliveries').select(['event_id', 'status']).where('installation_id', '=', installations.ordered).$call(inLineOrder).execute();
     assert.equal(recorded.length, EVENTS);
     assert.deepEqual(recorded.filter((row) => row.status !== 'delivered'), [], 'its receiver answers 200: each delivered');
     // A resend (an attempt a kill cut off) may come again later; each event's first arrival is in the order recorded.

@@ -149,6 +149,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
         // After a page cursor: a row comparison, read as a range.
         [`organization_id = 'a' AND (created_at, id) < (5, 'x')`, 'created_at DESC, id DESC', /deliveries_organization /i],
         [`status = 'pending' AND attempts = 0 AND created_at < 9 AND (created_at, id) > (5, 'x')`, 'created_at, id', /deliveries_pending_age/],
+        // An ordered installation's line (AttemptRecords.pendingInOrder), from its start and between two places.
+        [`installation_id = 'x' AND status = 'pending'`, 'line_no, created_at, seq, id', /deliveries_line_no/],
+        [`installation_id = 'x' AND status = 'pending' AND (line_no, created_at, seq, id) > (1, 5, 0, 'x') AND (line_no, created_at, seq, id) < (9, 5, 0, 'x')`, 'line_no, created_at, seq, id', /deliveries_line_no/],
       ];
       const plans = await Promise.all(
         ranges.map(async ([where, order]) => {
@@ -360,6 +363,43 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(await replayOf({ ...original, id: 'evt_rn:ins_rn:replay-2' }), 'evt_rn:ins_rn:replay-4');
       assert.equal((await stores.deliveries.get('evt_rn:ins_rn:replay-4'))?.replayOf, 'evt_rn:ins_rn:replay-2');
       assert.equal(await replayOf({ ...original, id: 'evt_rn:ins_gone' }), undefined);
+    });
+
+    it('keeps an ordered installation’s line in the order its recordings commit, whatever the recorders’ clocks: one that waits behind another takes the next place', async function () {
+      const t0 = Date.now();
+      const installation = (id: string, configuration: Record<string, unknown>) => ({ id, integration: 'webhook', target: { org: 'org-a' }, status: 'active' as const, events: ['space_content_updated'], scopes: [], configuration, url: 'https://e.example/', createdAt: new Date(t0).toISOString(), updatedAt: new Date(t0).toISOString(), revision: 1, signingSecrets: [] });
+      const line = async (installationId: string) => (await stores.attempts.pendingInOrder(installationId, 100)).map((delivery) => delivery.id);
+      // Recorded before the installation was ordered: no number, so first.
+      await stores.events.recordEvents([event('evt_l0', ['ins_line'])], t0 + 9000);
+      await stores.installations.save(installation('ins_line', { ordered: true }));
+      await stores.installations.save(installation('ins_free', {}));
+      // A recorder whose clock is ahead, then one whose clock is behind (two API processes): the line goes by what committed first.
+      await stores.events.recordEvents([event('evt_l1', ['ins_line', 'ins_free'])], t0 + 5000);
+      await stores.events.recordEvents([event('evt_l2', ['ins_line', 'ins_free'])], t0);
+      assert.deepEqual(await line('ins_line'), ['evt_l0:ins_line', 'evt_l1:ins_line', 'evt_l2:ins_line']);
+      assert.deepEqual(await line('ins_free'), ['evt_l2:ins_free', 'evt_l1:ins_free'], 'not ordered: no number taken, by time as before');
+
+      // A replay (an operation's page) whose transaction is still open when another recording of the line begins.
+      let commit!: () => void;
+      const open = new Promise<void>((resolve) => (commit = resolve));
+      let placed!: () => void;
+      const taken = new Promise<void>((resolve) => (placed = resolve));
+      const replaying = stores.events.recordReplays([{ id: 'evt_l1:ins_line', eventId: 'evt_l1', installationId: 'ins_line', organizationId: 'org-a', eventType: 'space_content_updated' }], t0 + 7000, async () => (placed(), open));
+      await taken;
+      const later = stores.events.recordEvents([event('evt_l3', ['ins_line'])], t0 - 1000);
+      try {
+        // PostgreSQL: it waits on the line's counter, which the open transaction holds, and nothing of it is seen meanwhile, so no line sends it first. (SQLite: the one connection waits.)
+        if (kind === 'postgres') {
+          await waitFor(async () => Number((await sql<{ waiting: string }>`select count(*) as waiting from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%installation_lines%'`.execute(stores.db)).rows[0]!.waiting) >= 1 || undefined, 30_000, 'the second recording waiting on the line');
+          assert.deepEqual(await line('ins_line'), ['evt_l0:ins_line', 'evt_l1:ins_line', 'evt_l2:ins_line']);
+        }
+      } finally {
+        commit();
+      }
+      await Promise.all([replaying, later]);
+      assert.deepEqual(await line('ins_line'), ['evt_l0:ins_line', 'evt_l1:ins_line', 'evt_l2:ins_line', 'evt_l1:ins_line:replay-1', 'evt_l3:ins_line']);
+      const numbers = await stores.db.selectFrom('deliveries').select(['id', 'line_no']).where('installation_id', 'in', ['ins_line', 'ins_free']).orderBy('id').execute();
+      assert.deepEqual(Object.fromEntries(numbers.map((row) => [row.id, Number(row.line_no)])), { 'evt_l0:ins_line': 0, 'evt_l1:ins_free': 0, 'evt_l1:ins_line': 1, 'evt_l1:ins_line:replay-1': 3, 'evt_l2:ins_free': 0, 'evt_l2:ins_line': 2, 'evt_l3:ins_line': 4 });
     });
 
     it('quarantines deliveries recorded for another organization than their event’s (before the fan-out fix), with their replays and attempts', async function () {

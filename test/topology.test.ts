@@ -34,6 +34,11 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
       body: { target: { org, space: 'topo' }, configuration: { webhook_url: receiver.url, space_content_updated: true } },
     });
     assert.equal(installed.status, 201, JSON.stringify(installed.body));
+    const inOrder = await httpAt(api!.url!, 'POST', '/v1/integrations/webhook/installations', {
+      token: user.body.token,
+      body: { target: { org, space: 'ordered' }, configuration: { webhook_url: receiver.url, space_content_updated: true, ordered: true } },
+    });
+    assert.equal(inOrder.status, 201, JSON.stringify(inOrder.body));
     producer = new SteadyProducer(() => [...rotation], topology.adminToken, (eventId) => ({ type: 'space_content_updated', organizationId: org, spaceId: 'topo', revisionId: eventId, eventId }));
     log = new pg.Client({ connectionString: topology.databaseUrl });
     await log.connect();
@@ -142,6 +147,31 @@ describe('the production topology: a Temporal server, PostgreSQL, two APIs and t
     const applied = (JSON.parse(migrated[0]!.lines.find((line) => line.includes('schema migrated'))!) as { migrations: string[] }).migrations;
     const { rows } = await log.query<{ name: string }>('SELECT name FROM kysely_migration ORDER BY name');
     assert.deepEqual(rows.map((row) => row.name), [...applied].sort());
+  });
+
+  it('an ordered installation fed through both APIs at once gets each event once, in its line’s order, and after every event accepted before it was sent', async function () {
+    const feeder = new SteadyProducer(() => [...rotation], topology.adminToken, (eventId) => ({ type: 'space_content_updated', organizationId: org, spaceId: 'ordered', revisionId: eventId, eventId }));
+    await feeder.run('ordered', 50, 20_000);
+    const sent = new Map(feeder.events);
+    const ids = [...sent.values()].flatMap((event) => event.deliveries ?? []);
+    assert.equal(ids.length, sent.size, 'one delivery each');
+    await waitFor(async () => {
+      const { rows } = await log.query<{ n: string }>("SELECT count(*) AS n FROM deliveries WHERE id = ANY($1) AND status = 'delivered'", [ids]);
+      return Number(rows[0]!.n) === ids.length || undefined;
+    }, 300_000, 'the ordered deliveries to be delivered', 1000);
+    const arrivals = receiver.requests.filter((request) => request.eventId.startsWith('evt_ordered_')).map((request) => request.eventId);
+    // The line's order: the numbers its deliveries took as the two APIs' recordings committed.
+    const { rows } = await log.query<{ event_id: string; line_no: string }>('SELECT event_id, line_no FROM deliveries WHERE id = ANY($1) ORDER BY line_no', [ids]);
+    assert.equal(new Set(rows.map((row) => row.line_no)).size, ids.length, 'each its own place in the line');
+    assert.deepEqual(arrivals, rows.map((row) => row.event_id), 'each received once, in the line’s order');
+    // An event accepted (answered 202) before another was first sent arrived before it, whichever API took each.
+    let acceptedAfter = Infinity;
+    for (const eventId of [...arrivals].reverse()) {
+      const event = sent.get(eventId)!;
+      assert.ok(acceptedAfter >= event.firstSentAt, `${eventId} arrived before an event accepted before it was sent`);
+      acceptedAfter = Math.min(acceptedAfter, event.acceptedAt!);
+    }
+    process.stdout.write(`      ordered through both APIs: ${sent.size} events, answers ${JSON.stringify(Object.fromEntries(feeder.answers))}, received in the line's order\n`);
   });
 
   it('200 events/s for 60 s through an API SIGKILLed at 20 s, a worker at 40 s and the server restarted at 50 s: none lost, deliveries back after each', async function () {

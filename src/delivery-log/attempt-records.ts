@@ -1,16 +1,13 @@
 import { sql, type Kysely } from 'kysely';
 import type { Encryption } from '../encryption';
 import type { DeliveriesTable, Schema } from './schema';
-import { attemptOf, chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
+import { attemptOf, chunks, inLineOrder, PENDING_COLUMNS, pendingDelivery, type LinePlace, type PendingDelivery } from './rows';
 import { recordReceiverStates, recordHealth, type HealthChange } from './receiver-health';
 import type { ReceiverState } from '../webhooks/schedule';
 import type { AttemptRecord, DeliveryOutcome, DeliveryToAttempt, StartedAttempt } from './types';
 
 /** An attempt's key in recordStarted's answer. */
 export const startedKey = (deliveryId: string, attempt: number): string => `${deliveryId}#${attempt}`;
-
-/** A delivery's place in the order recorded (an ordered installation's line). */
-export type LinePlace = { createdAt: number; seq: number; id: string };
 
 type DeliveryChange = Partial<Pick<DeliveriesTable, 'status' | 'reason' | 'updated_at' | 'completed_at' | 'attempts' | 'url' | 'workflow_id' | 'run_id'>>;
 
@@ -70,34 +67,33 @@ export class AttemptRecords {
   }
 
   /**
-   * An installation's pending deliveries in the order they were recorded (a flush's in its
-   * order), from after `after` and before `before` (an ordered installation's line), with
-   * the attempts each has had: one range of the pending-line index.
+   * An installation's pending deliveries in its line's order (see inLineOrder), from after
+   * `after` and before `before` (an ordered installation's line), with the attempts each has
+   * had: one range of the pending-line index.
    */
-  async pendingInOrder(installationId: string, limit: number, after?: LinePlace, before?: LinePlace): Promise<(PendingDelivery & { attempts: number; seq: number })[]> {
+  async pendingInOrder(installationId: string, limit: number, after?: LinePlace, before?: LinePlace): Promise<(PendingDelivery & LinePlace & { attempts: number })[]> {
+    const place = (p: LinePlace) => [p.lineNo, p.createdAt, p.seq, p.id] as const;
     const rows = await this.db
       .selectFrom('deliveries')
-      .select([...PENDING_COLUMNS, 'attempts', 'seq'])
+      .select([...PENDING_COLUMNS, 'attempts', 'line_no', 'seq'])
       .where('installation_id', '=', installationId)
       .where('status', '=', 'pending')
-      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'seq', 'id'), '>', eb.tuple(after!.createdAt, after!.seq, after!.id))))
-      .$if(before !== undefined, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'seq', 'id'), '<', eb.tuple(before!.createdAt, before!.seq, before!.id))))
-      .orderBy('created_at')
-      .orderBy('seq')
-      .orderBy('id')
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('line_no', 'created_at', 'seq', 'id'), '>', eb.tuple(...place(after!)))))
+      .$if(before !== undefined, (q) => q.where((eb) => eb(eb.refTuple('line_no', 'created_at', 'seq', 'id'), '<', eb.tuple(...place(before!)))))
+      .$call(inLineOrder)
       .limit(limit)
       .execute();
-    return rows.map((row) => ({ ...pendingDelivery(row), attempts: row.attempts, seq: Number(row.seq) }));
+    return rows.map((row) => ({ ...pendingDelivery(row), attempts: row.attempts, lineNo: Number(row.line_no), seq: Number(row.seq) }));
   }
 
   /**
-   * Where the installation's oldest held delivery stands in the order recorded: an ordered
-   * line sends nothing recorded after it until it is released (a resume's operation) or
-   * dropped, so that events recorded after a resume do not go before those held.
+   * Where the installation's oldest held delivery stands in its line: an ordered line sends
+   * nothing after it until it is released (a resume's operation) or dropped, so that events
+   * recorded after a resume do not go before those held.
    */
   async oldestHeld(installationId: string): Promise<LinePlace | undefined> {
-    const row = await this.db.selectFrom('deliveries').select(['created_at', 'seq', 'id']).where('installation_id', '=', installationId).where('status', '=', 'held').orderBy('created_at').orderBy('seq').orderBy('id').limit(1).executeTakeFirst();
-    return row && { createdAt: Number(row.created_at), seq: Number(row.seq), id: row.id };
+    const row = await this.db.selectFrom('deliveries').select(['line_no', 'created_at', 'seq', 'id']).where('installation_id', '=', installationId).where('status', '=', 'held').$call(inLineOrder).limit(1).executeTakeFirst();
+    return row && { lineNo: Number(row.line_no), createdAt: Number(row.created_at), seq: Number(row.seq), id: row.id };
   }
 
   /** Attempts written as started that were not made after all (no room for integration code): the same attempt is made later. */

@@ -7,11 +7,11 @@ import type { DeliverySummary, EventRecord, NewDelivery, NewEvent } from './type
 
 let lastRecordedAt = 0;
 /**
- * When a delivery is recorded (ms since 1970), later than the last this process took: an
- * ordered line sends in the order recorded, by this time first, and two of a process's
- * recordings in one millisecond would have tied, their deliveries then sent by id. It runs
- * ahead of the clock only while a process records more than 1,000 times a second, and
- * catches up by itself.
+ * When a delivery is recorded (ms since 1970), later than the last this process took:
+ * deliveries without a place in a line (recorded before their installation was ordered)
+ * go by this time first, and two of a process's recordings in one millisecond would have
+ * tied, their deliveries then sent by id. It runs ahead of the clock only while a process
+ * records more than 1,000 times a second, and catches up by itself.
  */
 export function recordingTime(): number {
   lastRecordedAt = Math.max(Date.now(), lastRecordedAt + 1);
@@ -47,12 +47,13 @@ export class EventRecords {
         for (const row of inserted) fresh.add(row.event_id);
       }
       const deliveries = events.filter((event) => fresh.has(event.eventId)).flatMap((event) => event.deliveries);
-      // `seq`: their order in the flush (a batch's order), which an ordered line keeps among those of one millisecond.
+      // `seq`: their order in the flush (a batch's order), kept among those without a line number.
       const seq = new Map(deliveries.map((delivery, i) => [delivery.id, i]));
+      const lines = await this.linePlaces(trx, deliveries.filter((delivery) => !delivery.skipReason));
       for (const part of chunks(deliveries)) {
         await trx
           .insertInto('deliveries')
-          .values(part.map((delivery) => ({ ...this.deliveryRow(delivery, now), seq: seq.get(delivery.id)! })))
+          .values(part.map((delivery) => ({ ...this.deliveryRow(delivery, now), seq: seq.get(delivery.id)!, line_no: lines.get(delivery.id) ?? 0 })))
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
       }
@@ -75,30 +76,36 @@ export class EventRecords {
    */
   async recordReplays(originals: Pick<DeliverySummary, 'id' | 'eventId' | 'installationId' | 'organizationId' | 'eventType' | 'url'>[], now = recordingTime(), withThem?: (trx: Transaction<Schema>, replays: PendingDelivery[]) => Promise<void>): Promise<PendingDelivery[]> {
     return this.db.transaction().execute(async (trx) => {
-      const replays: PendingDelivery[] = [];
+      // The bodies first: the places in lines are taken for what is still in the log, once for all (in one order), and as late as
+      // can be, since a line's counter stays locked from then until this commits (PostgreSQL), and its ingest flushes wait.
+      const present: { original: (typeof originals)[number]; body: string }[] = [];
       for (const part of chunks(originals)) {
-        // One read of the bodies and one of the events' deliveries for the whole part, one insert.
         const bodies = new Map((await trx.selectFrom('deliveries').select(['id', 'body']).where('id', 'in', part.map((original) => original.id)).execute()).map((row) => [row.id, row.body]));
-        const present = part.filter((original) => bodies.has(original.id));
-        if (present.length === 0) continue;
-        const siblings = await trx.selectFrom('deliveries').select(['id']).where('event_id', 'in', [...new Set(present.map((original) => original.eventId))]).execute();
+        for (const original of part) if (bodies.has(original.id)) present.push({ original, body: bodies.get(original.id)! });
+      }
+      // At the back of their lines, in the order given.
+      const lines = await this.linePlaces(trx, present.map(({ original }) => original));
+      const replays: PendingDelivery[] = [];
+      for (const part of chunks(present)) {
+        // One read of the events' deliveries for the whole part, one insert.
+        const siblings = await trx.selectFrom('deliveries').select(['id']).where('event_id', 'in', [...new Set(part.map(({ original }) => original.eventId))]).execute();
         const last = new Map<string, number>();
         for (const { id } of siblings) {
           const at = id.lastIndexOf(':replay-');
           if (at > 0) last.set(id.slice(0, at), Math.max(last.get(id.slice(0, at)) ?? 0, Number(id.slice(at + ':replay-'.length))));
         }
-        const rows = present.map((original) => {
+        const rows = part.map(({ original, body }) => {
           const first = deliveryId(original.eventId, original.installationId);
           const n = (last.get(first) ?? 0) + 1;
           last.set(first, n);
-          return { original, row: this.replayRow(original, n, bodies.get(original.id)!, now) };
+          return { original, row: { ...this.replayRow(original, n, body, now), line_no: lines.get(original.id) ?? 0 } };
         });
         const inserted = new Set((await trx.insertInto('deliveries').values(rows.map(({ row }) => row)).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((row) => row.id));
         for (const { original, row } of rows) {
           // A concurrent replay took the number: the next free one, a row at a time.
           let id = row.id;
           for (let n = Number(id.slice(id.lastIndexOf(':replay-') + ':replay-'.length)); !inserted.has(id); ) {
-            const next = this.replayRow(original, ++n, row.body, now);
+            const next = { ...this.replayRow(original, ++n, row.body, now), line_no: row.line_no };
             if ((await trx.insertInto('deliveries').values(next).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).length) inserted.add((id = next.id));
           }
           replays.push({ id, eventId: original.eventId, installationId: original.installationId, createdAt: now });
@@ -107,6 +114,43 @@ export class EventRecords {
       await withThem?.(trx, replays);
       return replays;
     });
+  }
+
+  /**
+   * The places in their installations' lines of the deliveries about to be recorded in
+   * `trx`, by id, for those of ordered installations: numbers taken from each one's counter,
+   * in the order given. On PostgreSQL the counter's row stays locked until `trx` commits,
+   * and SQLite has one writer: a line's numbers follow the order its recordings commit in,
+   * whatever the recorders' clocks (several API processes, shards, operations), so a line
+   * never sends a delivery and then finds one before it. Counters are taken in one order
+   * (by installation id), so two recordings never wait on each other in a circle.
+   */
+  private async linePlaces(trx: Transaction<Schema>, deliveries: Pick<NewDelivery, 'id' | 'installationId'>[]): Promise<Map<string, number>> {
+    const places = new Map<string, number>();
+    const byInstallation = new Map<string, Pick<NewDelivery, 'id' | 'installationId'>[]>();
+    for (const delivery of deliveries) {
+      const theirs = byInstallation.get(delivery.installationId);
+      if (theirs) theirs.push(delivery);
+      else byInstallation.set(delivery.installationId, [delivery]);
+    }
+    const ordered: string[] = [];
+    for (const part of chunks([...byInstallation.keys()])) {
+      ordered.push(...(await trx.selectFrom('installations').select('id').where('id', 'in', part).where('ordered', '=', 1).execute()).map((row) => row.id));
+    }
+    // One statement a part, its rows in that order: PostgreSQL locks them as it goes.
+    for (const part of chunks(ordered.sort())) {
+      const taken = await trx
+        .insertInto('installation_lines')
+        .values(part.map((installationId) => ({ installation_id: installationId, last_no: byInstallation.get(installationId)!.length })))
+        .onConflict((oc) => oc.column('installation_id').doUpdateSet((eb) => ({ last_no: eb('installation_lines.last_no', '+', eb.ref('excluded.last_no')) })))
+        .returning(['installation_id', 'last_no'])
+        .execute();
+      for (const { installation_id, last_no } of taken) {
+        const theirs = byInstallation.get(installation_id)!;
+        theirs.forEach((delivery, i) => places.set(delivery.id, Number(last_no) - theirs.length + 1 + i));
+      }
+    }
+    return places;
   }
 
   /** The row of replay `n` of a delivery: its body as sealed, its original named. */
@@ -134,6 +178,7 @@ export class EventRecords {
       updated_at: now,
       completed_at: delivery.skipReason ? now : null,
       seq: 0,
+      line_no: 0,
     };
   }
 

@@ -1,6 +1,6 @@
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Schema } from './schema';
-import { chunks, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
+import { chunks, inLineOrder, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
 import type { PageCursor } from './types';
 import { isFailing } from '../webhooks/schedule';
 
@@ -55,7 +55,7 @@ export class LogSweeps {
 
   /** An installation's oldest held delivery, pending again (one try of a receiver still failing); none if nothing is held. */
   async releaseOldestHeld(installationId: string, now = Date.now()): Promise<PendingDelivery | undefined> {
-    const oldest = await this.db.selectFrom('deliveries').select('id').where('installation_id', '=', installationId).where('status', '=', 'held').orderBy('created_at').orderBy('seq').orderBy('id').limit(1).executeTakeFirst();
+    const oldest = await this.db.selectFrom('deliveries').select('id').where('installation_id', '=', installationId).where('status', '=', 'held').$call(inLineOrder).limit(1).executeTakeFirst();
     if (!oldest) return undefined;
     const released = await this.db.updateTable('deliveries').set({ status: 'pending', updated_at: now }).where('id', '=', oldest.id).where('status', '=', 'held').returning([...PENDING_COLUMNS]).executeTakeFirst();
     return released && pendingDelivery(released);

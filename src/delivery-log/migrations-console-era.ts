@@ -79,4 +79,19 @@ export const consoleEraMigrations: Record<string, DialectMigration> = {
       await db.schema.alterTable('installation_pace').addColumn('next_at_us', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
     },
   },
+  '0019-line-numbers': {
+    // An ordered line goes by numbers its deliveries take from their installation's counter
+    // as they are recorded, in the order the recordings commit, not by the recorders' clocks
+    // (which let two recorders' deliveries go out of the order they committed in). Rows
+    // recorded before keep 0, so they go first, in their order before. The index is built
+    // before the one it replaces is dropped (a drop locks the table until the migration
+    // commits), and only if missing, as 0012's: on a large PostgreSQL log, build it first
+    // with CREATE INDEX CONCURRENTLY.
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('installation_lines').addColumn('installation_id', 'text', (c) => c.primaryKey()).addColumn('last_no', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.alterTable('deliveries').addColumn('line_no', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.createIndex('deliveries_line_no').ifNotExists().on('deliveries').columns(['installation_id', 'line_no', 'created_at', 'seq', 'id']).where(sql.ref('status'), '=', 'pending').execute();
+      await db.schema.dropIndex('deliveries_line').ifExists().execute();
+    },
+  },
 };

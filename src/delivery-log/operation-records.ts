@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Operation, OperationRequest } from './types';
 import type { OperationsTable, Schema } from './schema';
-import { PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
+import { inLineOrder, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } from './rows';
 
 /** Background operations' progress, and the held deliveries a release takes. */
 export class OperationRecords {
@@ -63,9 +63,7 @@ export class OperationRecords {
         .where('installation_id', '=', installationId)
         .where('status', '=', 'held')
         .$if(Number.isFinite(heldUntil), (q) => q.where('created_at', '<=', heldUntil))
-        .orderBy('created_at')
-        .orderBy('seq')
-        .orderBy('id')
+        .$call(inLineOrder)
         .limit(limit)
         .execute();
       if (held.length === 0) return [];

@@ -1,5 +1,5 @@
-import type { Selectable } from 'kysely';
-import type { AttemptsTable } from './schema';
+import type { Selectable, SelectQueryBuilder } from 'kysely';
+import type { AttemptsTable, Schema } from './schema';
 import type { AttemptRecord, NewDelivery } from './types';
 
 /** Rows per multi-row statement: well under SQLite's 32,766 bound parameters. */
@@ -16,6 +16,18 @@ export interface PendingDelivery extends Pick<NewDelivery, 'id' | 'eventId' | 'i
   /** ms since 1970 */
   createdAt: number;
 }
+
+/**
+ * An installation's line, first to last: the number its delivery took while it was recorded
+ * (see EventRecords.linePlaces), then, among those recorded without one (0: before the
+ * installation was ordered, or before line numbers), when and in which place of their flush.
+ */
+export function inLineOrder<O>(q: SelectQueryBuilder<Schema, 'deliveries', O>): SelectQueryBuilder<Schema, 'deliveries', O> {
+  return q.orderBy('line_no').orderBy('created_at').orderBy('seq').orderBy('id');
+}
+
+/** A delivery's place in its installation's line (see inLineOrder). */
+export type LinePlace = { lineNo: number; createdAt: number; seq: number; id: string };
 
 export const PENDING_COLUMNS = ['id', 'event_id', 'installation_id', 'created_at'] as const;
 

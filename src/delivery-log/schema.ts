@@ -35,6 +35,8 @@ export interface DeliveriesTable {
   completed_at: number | null;
   /** Its place among the deliveries recorded in the same flush (0 for replays): the order of a batch, kept by ordered lines. */
   seq: number;
+  /** Its place in its installation's line, taken while it was recorded (see EventRecords.linePlaces); 0 unless the installation was ordered then. */
+  line_no: number;
 }
 
 export interface AttemptsTable {
@@ -231,6 +233,12 @@ export interface SealedRederivationsTable {
   name: string;
 }
 
+/** An ordered installation's line counter: the last number its deliveries took. */
+export interface InstallationLinesTable {
+  installation_id: string;
+  last_no: number;
+}
+
 export interface Schema {
   events: EventsTable;
   deliveries: DeliveriesTable;
@@ -241,6 +249,7 @@ export interface Schema {
   installation_health: InstallationHealthTable;
   operations: OperationsTable;
   installation_pace: InstallationPaceTable;
+  installation_lines: InstallationLinesTable;
   oauth_states: OAuthStatesTable;
   console_sessions: ConsoleSessionsTable;
   organizations: OrganizationsTable;
