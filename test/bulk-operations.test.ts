@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { chunks } from '../src/delivery-log/rows';
 import type { NewEvent } from '../src/delivery-log/types';
+import { strandedDeliveriesWorkflow } from '../src/workflows/stranded';
 import { TestPlatform, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { replaceWorker, workerProcessSuite } from './support/worker-outage';
@@ -87,5 +88,27 @@ describe('bulk replays as background operations', function () {
     assert.equal(replays.length, ended.done, 'the log holds what it counted');
     const stranger = await platform.tenant();
     assert.equal((await platform.http('POST', `/v1/operations/${answer.body.operation}/cancel`, { token: stranger.token })).status, 404);
+  });
+
+  it('is recorded failed once its workflow is terminated (from the Temporal UI) by the next sweep: what it replayed stays replayed, and said', async function () {
+    const hook = await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space: 'sp-terminated' }, receiver.url, { space_content_updated: true });
+    await seedFailed(hook.id, 5000);
+    const id = (await replayAll(hook.id)).body.operation as string;
+    await waitFor(async () => ((await operation(id)).done >= 200 ? true : undefined), 60_000, 'a first page');
+    await platform.client.workflow.getHandle(id).terminate('an operator, from the Temporal UI');
+    assert.equal((await operation(id)).status, 'running', 'nothing of the operation ran to say otherwise');
+    const sweep = await platform.client.workflow.start(strandedDeliveriesWorkflow, { workflowId: `stranded-test-${id}`, taskQueue: platform.taskQueue });
+    try {
+      const ended = await waitFor(async () => {
+        const found = await operation(id);
+        return found.status === 'running' ? undefined : found;
+      }, 60_000, 'the sweep to record the operation ended');
+      assert.equal(ended.status, 'failed');
+      assert.ok(ended.finishedAt && ended.done < 5000, JSON.stringify(ended));
+      const replays = await platform.stores.db.selectFrom('deliveries').select('id').where('installation_id', '=', hook.id).where('replay_of', 'is not', null).execute();
+      assert.equal(replays.length, ended.done, 'the log holds what it counted');
+    } finally {
+      await sweep.terminate();
+    }
   });
 });

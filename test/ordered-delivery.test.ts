@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { chunks } from '../src/delivery-log/rows';
+import type { NewEvent, OperationRequest } from '../src/delivery-log/types';
+import { operationWorkflow } from '../src/workflows/operation';
+import { strandedDeliveriesWorkflow } from '../src/workflows/stranded';
 import { TestPlatform, spaceEvent, waitFor } from './support/platform';
 import { ScriptedReceiver } from './support/receiver';
 import { replaceWorker, workerProcessSuite } from './support/worker-outage';
@@ -21,7 +26,8 @@ describe('ordered delivery: one at a time, in the order recorded', function () {
   let answerFirst = () => undefined as void;
   const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
   const holding = new ScriptedReceiver((n) => (n === 0 ? { status: 200, until: firstAnswered } : { status: 200 }));
-  const suite = workerProcessSuite(platform, [ordered, other, holding]);
+  const behindHeld = new ScriptedReceiver(() => ({ status: 200 }));
+  const suite = workerProcessSuite(platform, [ordered, other, holding, behindHeld]);
 
   /** The eventIds in the order the receiver got them, a retry of the same event next to it counted once. */
   const arrivalOrder = () => ordered.requests.map((request) => (JSON.parse(request.body) as { eventId: string }).eventId).filter((eventId, i, all) => eventId !== all[i - 1]);
@@ -77,5 +83,31 @@ describe('ordered delivery: one at a time, in the order recorded', function () {
     assert.deepEqual([next.status, next.failureReason, next.attempts.length], ['failed', 'installation_paused', 0], JSON.stringify(next));
     assert.equal(holding.requests.length, 1, 'nothing sent after the pause was answered');
   });
-});
 
+  it('goes on behind held deliveries whose release was terminated (from the Temporal UI): the next sweep records it failed and releases the rest, in order', async function () {
+    this.timeout(240_000);
+    const hook = await platform.webhook(suite.tenant.token, { org: suite.tenant.org, space: 'sp-behind-held' }, behindHeld.url, { space_content_updated: true, ordered: true });
+    // Held since before the held sweep's minute, as a platform pause leaves them.
+    const heldIds = Array.from({ length: 1200 }, (_, i) => `evt_behind_${i}_${randomBytes(3).toString('hex')}`);
+    const events: NewEvent[] = heldIds.map((eventId) => ({ eventId, organizationId: suite.tenant.org, eventType: 'space_content_updated', deliveries: [{ id: `${eventId}:${hook.id}`, eventId, installationId: hook.id, organizationId: suite.tenant.org, eventType: 'space_content_updated', body: JSON.stringify({ type: 'space_content_updated', eventId }), url: behindHeld.url, held: true, heldReason: 'receiver_failing' }] }));
+    for (const part of chunks(events, 500)) await platform.stores.events.recordEvents(part, Date.now() - 90_000);
+    // A release, as a resume starts it, terminated after its first page.
+    const release: OperationRequest = { id: `op_release_${hook.id}_terminated`, kind: 'release_held', organizationId: suite.tenant.org, installationId: hook.id, held: 'deliver' };
+    const handle = await platform.client.workflow.start(operationWorkflow, { workflowId: release.id, taskQueue: platform.taskQueue, args: [release] });
+    await waitFor(async () => ((await platform.stores.operations.get(release.id))?.done ?? 0) > 0 || undefined, 60_000, 'a first page released');
+    await handle.terminate('an operator, from the Temporal UI');
+    assert.ok((await platform.stores.operations.countHeld(hook.id)) > 0, 'some are still held');
+    const later: string[] = [];
+    for (let i = 0; i < 3; i++) later.push((await platform.ingest(spaceEvent(suite.tenant.org, 'sp-behind-held'))).body.eventId);
+
+    const sweep = await platform.client.workflow.start(strandedDeliveriesWorkflow, { workflowId: `stranded-test-${hook.id}`, taskQueue: platform.taskQueue });
+    try {
+      assert.equal((await platform.finalDelivery(`${later.at(-1)}:${hook.id}`, suite.tenant.token, 180_000)).status, 'delivered');
+    } finally {
+      await sweep.terminate();
+    }
+    assert.equal((await platform.stores.operations.get(release.id))?.status, 'failed');
+    const arrivals = behindHeld.requests.map((request) => (JSON.parse(request.body) as { eventId: string }).eventId);
+    assert.deepEqual(arrivals, [...heldIds, ...later], 'every held event once, in the order recorded, then those recorded after the release began');
+  });
+});

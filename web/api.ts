@@ -93,7 +93,7 @@ export type { ReceiverHealth as Health, StatusCounts } from '../src/delivery-log
 
 export interface Operation {
   id: string;
-  status: 'running' | 'done' | 'cancelled';
+  status: 'running' | 'done' | 'cancelled' | 'failed';
   total: number;
   done: number;
   failed: number;

@@ -15,6 +15,7 @@ import { createAutoPause } from './auto-pause';
 import { createHeldRelease } from './held-release';
 import { createLineDrain } from './ordered-line';
 import { createOperationActivities, type OperationDependencies } from './operations';
+import { createOperationEnds } from './operation-ends';
 import { FirstAttemptLag } from './yielding-pace';
 import { planOperationalDeliveries, type OperationalEvent } from '../installations/operational-events';
 
@@ -73,6 +74,7 @@ const isDeletedRefusal = (err: unknown): boolean => err instanceof WorkflowUpdat
 
 export function createActivities(deps: ActivityDependencies) {
   const releaseHeld = createHeldRelease(deps);
+  const recordEndedOperations = createOperationEnds(deps);
   const firstAttempts = new FirstAttemptLag();
   const attemptDeliveries = createAttemptBatch({ ...deps, firstAttempts, afterOutcomes: createAutoPause(deps), afterRecovery: releaseHeld.recovered, handOver: (deliveries) => deps.ingest.handOverRecorded(deliveries) });
   return {
@@ -130,6 +132,8 @@ export function createActivities(deps: ActivityDependencies) {
     async resumeStranded(after?: PageCursor): Promise<{ found: number; next?: PageCursor }> {
       const stranded = await deps.sweeps.stranded(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP, after);
       const overdue = await deps.sweeps.overdueRetries(Date.now() - OVERDUE_RETRY_AFTER_MS, STRANDED_PER_SWEEP);
+      // First, operations whose workflow ended without finishing them: a release of held deliveries among them no longer keeps the held sweep away.
+      await recordEndedOperations().catch((err: Error) => deps.logger.warn({ err: err.message }, 'operations running were not all checked against their workflows; the next pass tries again'));
       // Held for an installation not paused: released if its receiver answers, one tried (with the overdue) if not.
       overdue.push(...(await releaseHeld.sweep(Date.now() - STRANDED_AFTER_MS, STRANDED_PER_SWEEP)));
       if (overdue.length) deps.logger.warn({ overdue: overdue.length, ids: overdue.slice(0, 10).map((delivery) => delivery.id) }, 'retries overdue by far handed to their shards again: a shard run ended without them');

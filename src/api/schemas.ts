@@ -86,7 +86,7 @@ export const operationSchema: SchemaObject = {
     id: { type: 'string' },
     kind: { enum: [...OPERATION_KINDS] },
     installationId: { type: 'string' },
-    status: { enum: ['running', 'done', 'cancelled'] },
+    status: { enum: ['running', 'done', 'cancelled', 'failed'], description: 'failed: its workflow ended without finishing it (terminated from the Temporal UI, timed out); what it did stays done' },
     total: { type: 'integer', description: 'Counted when it began' },
     done: { type: 'integer' },
     failed: { type: 'integer', description: 'Not handled: purged since it began' },

@@ -7,13 +7,19 @@ import { inLineOrder, PENDING_COLUMNS, pendingDelivery, type PendingDelivery } f
 export class OperationRecords {
   constructor(private readonly db: Kysely<Schema>) {}
 
-  /** Records the operation with what it will handle; a second call (its activity retried) keeps the first. Answers when it began (ms since 1970). */
+  /**
+   * Records the operation with what it will handle; a second call (its activity retried)
+   * keeps the first. One recorded failed (its workflow ended without finishing it) that is
+   * started again under its id (a held sweep's release: its id is its oldest held
+   * delivery's) is recorded afresh. Answers when it began (ms since 1970).
+   */
   async begin(request: OperationRequest, total: number, now = Date.now()): Promise<number> {
     const { held, since, until } = request;
+    const fresh = { status: 'running', total, done: 0, failed: 0, request: JSON.stringify({ held, since, until }), created_at: now, updated_at: now, finished_at: null };
     await this.db
       .insertInto('operations')
-      .values({ id: request.id, kind: request.kind, organization_id: request.organizationId, installation_id: request.installationId, status: 'running', total, done: 0, failed: 0, request: JSON.stringify({ held, since, until }), created_at: now, updated_at: now, finished_at: null })
-      .onConflict((oc) => oc.column('id').doNothing())
+      .values({ id: request.id, kind: request.kind, organization_id: request.organizationId, installation_id: request.installationId, ...fresh })
+      .onConflict((oc) => oc.column('id').doUpdateSet(fresh).where('operations.status', '=', 'failed'))
       .execute();
     const row = await this.db.selectFrom('operations').select('created_at').where('id', '=', request.id).executeTakeFirstOrThrow();
     return Number(row.created_at);
@@ -28,8 +34,16 @@ export class OperationRecords {
       .execute();
   }
 
-  async finish(id: string, status: 'done' | 'cancelled', now = Date.now()): Promise<void> {
-    await this.db.updateTable('operations').set({ status, updated_at: now, finished_at: now }).where('id', '=', id).where('status', '=', 'running').execute();
+  /** Answers whether it was running (only a running operation is finished). */
+  async finish(id: string, status: Exclude<Operation['status'], 'running'>, now = Date.now()): Promise<boolean> {
+    const result = await this.db.updateTable('operations').set({ status, updated_at: now, finished_at: now }).where('id', '=', id).where('status', '=', 'running').executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Operations recorded running, oldest first. */
+  async running(limit: number): Promise<(Pick<Operation, 'id' | 'kind' | 'installationId'> & { createdAt: number })[]> {
+    const rows = await this.db.selectFrom('operations').select(['id', 'kind', 'installation_id', 'created_at']).where('status', '=', 'running').orderBy('created_at').limit(limit).execute();
+    return rows.map((row) => ({ id: row.id, kind: row.kind as Operation['kind'], installationId: row.installation_id, createdAt: Number(row.created_at) }));
   }
 
   async get(id: string): Promise<(Operation & { organizationId: string }) | undefined> {

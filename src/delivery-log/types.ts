@@ -172,7 +172,8 @@ export interface Operation {
   id: string;
   kind: OperationKind;
   installationId: string;
-  status: 'running' | 'done' | 'cancelled';
+  /** `failed`: its workflow ended without finishing it (terminated from the Temporal UI, timed out, failed); what it did stays done. */
+  status: 'running' | 'done' | 'cancelled' | 'failed';
   /** Deliveries it will handle, counted when it began. */
   total: number;
   done: number;
