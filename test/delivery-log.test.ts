@@ -302,18 +302,21 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal((await stores.deliveries.get('evt_op_1:ins_op_gone'))?.status, 'failed', 'its recent deliveries stay until the retention');
     });
 
-    it('records an operation begun again under its id afresh once it was recorded failed (its workflow ended), and keeps a running one’s first record', async function () {
+    it('records an operation begun again under its id afresh once it ended unfinished (failed, cancelled), keeps a running one’s first record, and finishes only the record it read', async function () {
       const request = { id: 'op_release_ins_again_held1', kind: 'release_held' as const, organizationId: 'org-op', installationId: 'ins_again', held: 'deliver' as const };
       assert.equal(await stores.operations.begin(request, 10, 1000), 1000);
       await stores.operations.advance(request.id, 4, 0);
       assert.equal(await stores.operations.begin(request, 7, 2000), 1000, 'running: its activity retried keeps the first');
-      assert.equal(await stores.operations.finish(request.id, 'failed'), true);
+      assert.equal(await stores.operations.finish(request.id, 'failed', Date.now(), 999), false, 'not the record begun then');
+      assert.equal(await stores.operations.finish(request.id, 'failed', Date.now(), 1000), true);
       assert.equal(await stores.operations.finish(request.id, 'done'), false, 'no longer running: stays failed');
       assert.deepEqual((await stores.operations.running(100)).filter((operation) => operation.id === request.id), []);
       assert.equal(await stores.operations.begin(request, 6, 3000), 3000);
       const again = await stores.operations.get(request.id);
       assert.deepEqual([again?.status, again?.total, again?.done, again?.finishedAt], ['running', 6, 0, undefined]);
       assert.deepEqual((await stores.operations.running(100)).filter((operation) => operation.id === request.id).map((operation) => operation.createdAt), [3000]);
+      assert.equal(await stores.operations.finish(request.id, 'cancelled'), true);
+      assert.equal(await stores.operations.begin(request, 5, 4000), 4000, 'cancelled, then begun again: afresh too');
     });
 
     it('keeps a pace whose interval is no whole millisecond: 300 slots at 300/s span 996.7 ms (whole ms made them 897), and past the horizon a slot is asked for later', async function () {

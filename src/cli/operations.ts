@@ -47,7 +47,12 @@ export async function followOperation(api: ApiClient, output: Output, progress: 
       await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
       continue;
     }
-    if (operation.status !== 'running') return show(output, operation, () => summary(operation));
+    if (operation.status !== 'running') {
+      show(output, operation, () => summary(operation));
+      // Its workflow ended without finishing it: a script sees it in the exit status.
+      if (operation.status === 'failed') process.exitCode = 1;
+      return;
+    }
     if (!output.json) progress(progressBar(operation));
     await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
   }

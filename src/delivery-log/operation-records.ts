@@ -9,9 +9,9 @@ export class OperationRecords {
 
   /**
    * Records the operation with what it will handle; a second call (its activity retried)
-   * keeps the first. One recorded failed (its workflow ended without finishing it) that is
-   * started again under its id (a held sweep's release: its id is its oldest held
-   * delivery's) is recorded afresh. Answers when it began (ms since 1970).
+   * keeps the first. One that ended without finishing (failed, cancelled) and is started
+   * again under its id (a held sweep's release: its id names the time of the oldest
+   * delivery held) is recorded afresh. Answers when it began (ms since 1970).
    */
   async begin(request: OperationRequest, total: number, now = Date.now()): Promise<number> {
     const { held, since, until } = request;
@@ -19,7 +19,7 @@ export class OperationRecords {
     await this.db
       .insertInto('operations')
       .values({ id: request.id, kind: request.kind, organization_id: request.organizationId, installation_id: request.installationId, ...fresh })
-      .onConflict((oc) => oc.column('id').doUpdateSet(fresh).where('operations.status', '=', 'failed'))
+      .onConflict((oc) => oc.column('id').doUpdateSet(fresh).where('operations.status', 'in', ['failed', 'cancelled']))
       .execute();
     const row = await this.db.selectFrom('operations').select('created_at').where('id', '=', request.id).executeTakeFirstOrThrow();
     return Number(row.created_at);
@@ -34,9 +34,15 @@ export class OperationRecords {
       .execute();
   }
 
-  /** Answers whether it was running (only a running operation is finished). */
-  async finish(id: string, status: Exclude<Operation['status'], 'running'>, now = Date.now()): Promise<boolean> {
-    const result = await this.db.updateTable('operations').set({ status, updated_at: now, finished_at: now }).where('id', '=', id).where('status', '=', 'running').executeTakeFirst();
+  /** Answers whether it was running (only a running operation is finished; with `begunAt`, only the record begun then). */
+  async finish(id: string, status: Exclude<Operation['status'], 'running'>, now = Date.now(), begunAt?: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('operations')
+      .set({ status, updated_at: now, finished_at: now })
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .$if(begunAt !== undefined, (q) => q.where('created_at', '=', begunAt!))
+      .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
 
