@@ -85,8 +85,7 @@ export const consoleEraMigrations: Record<string, DialectMigration> = {
     // (which let two recorders' deliveries go out of the order they committed in). Rows
     // recorded before keep 0, so they go first, in their order before. The index is built
     // before the one it replaces is dropped (a drop locks the table until the migration
-    // commits), and only if missing, as 0012's: on a large PostgreSQL log, build it first
-    // with CREATE INDEX CONCURRENTLY.
+    // commits); it is over the column added here, so it cannot be built beforehand.
     async up(db: Kysely<any>) {
       await db.schema.createTable('installation_lines').addColumn('installation_id', 'text', (c) => c.primaryKey()).addColumn('last_no', 'bigint', (c) => c.notNull()).execute();
       await db.schema.alterTable('deliveries').addColumn('line_no', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
