@@ -140,7 +140,7 @@ export class IngestService {
   async commit(events: NewEvent[], traces = new Map<string, string | undefined>(), handOverBy?: number, onRecorded?: (records: Map<string, EventRecord>) => void, lines?: Set<string>): Promise<Map<string, EventRecord>> {
     const planned = new Map(events.map((event) => [event.eventId, event]));
     const now = recordingTime();
-    const records = await this.log.recordEvents(events, now);
+    const records = await this.log.recordEvents(events, now, lines);
     onRecorded?.(records);
     const handOver: HandOver[] = [];
     const earlier: string[] = [];
