@@ -280,25 +280,27 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.deepEqual(['evt_old_1', 'evt_old_none', 'evt_old_pending', 'evt_old_replayed'].map((id) => fresh.get(id)!.fresh), [true, true, false, false], 'an eventId stays taken while a delivery of it is left');
     });
 
-    it('purges operations finished before the retention, and the health and send slots of deleted installations, and nothing else of theirs', async function () {
+    it('purges operations finished before the retention, and the health, send slots and line counters of deleted installations, and nothing else of theirs', async function () {
       const old = Date.now() - 40 * 86_400_000;
       const before = Date.now() - 30 * 86_400_000;
       const request = (id: string) => ({ id, kind: 'replay_failed' as const, organizationId: 'org-op', installationId: 'ins_op_live' });
       for (const id of ['op_old_done', 'op_old_running', 'op_recent_done']) await stores.operations.begin(request(id), 1, old);
       await stores.operations.finish('op_old_done', 'done', old);
       await stores.operations.finish('op_recent_done', 'done');
-      const installation = (id: string, status: 'active' | 'deleted') => ({ id, integration: 'webhook', target: { org: 'org-op' }, status, revision: 1, events: ['space_content_updated'], scopes: [], configuration: {}, url: 'https://a.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), signingSecrets: [] });
+      const installation = (id: string, status: 'active' | 'deleted') => ({ id, integration: 'webhook', target: { org: 'org-op' }, status, revision: 1, events: ['space_content_updated'], scopes: [], configuration: { ordered: true }, url: 'https://a.example/', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), signingSecrets: [] });
       await stores.installations.save(installation('ins_op_live', 'active'));
       await stores.installations.save(installation('ins_op_gone', 'deleted'));
       await stores.events.recordEvents([event('evt_op_1', ['ins_op_live', 'ins_op_gone'])]);
       const failed = (id: string) => ({ id, status: 'failed' as const, attempt: { attempt: 1, startedAt: new Date().toISOString(), durationMs: 1, url: 'https://a.example/', statusCode: 400 } });
       await stores.attempts.recordOutcomes([failed('evt_op_1:ins_op_live'), failed('evt_op_1:ins_op_gone')], run);
       for (const id of ['ins_op_live', 'ins_op_gone']) await stores.pace.reserve(id, 100, 1000);
-      while ((await stores.sweeps.purge(before)) > 0);
       const ours = (rows: { id: string }[]) => rows.map((row) => row.id).filter((id) => /(^|_)op_/.test(id)).sort();
+      assert.deepEqual(ours(await stores.db.selectFrom('installation_lines').select('installation_id as id').execute()), ['ins_op_gone', 'ins_op_live'], 'both ordered: each took a place');
+      while ((await stores.sweeps.purge(before)) > 0);
       assert.deepEqual(ours(await stores.db.selectFrom('operations').select('id').execute()), ['op_old_running', 'op_recent_done'], 'a running operation stays, whatever its age');
       assert.deepEqual(ours(await stores.db.selectFrom('installation_health').select('installation_id as id').execute()), ['ins_op_live']);
       assert.deepEqual(ours(await stores.db.selectFrom('installation_pace').select('installation_id as id').execute()), ['ins_op_live']);
+      assert.deepEqual(ours(await stores.db.selectFrom('installation_lines').select('installation_id as id').execute()), ['ins_op_live']);
       assert.equal((await stores.deliveries.get('evt_op_1:ins_op_gone'))?.status, 'failed', 'its recent deliveries stay until the retention');
     });
 

@@ -99,10 +99,12 @@ export class LogSweeps {
         .execute(),
       this.db.selectFrom('oauth_states').select('nonce').where('used_at', '<', before).limit(limit).execute(),
     ]);
-    // Operations finished before it, and what is kept per installation (its receiver's health, its send slots) once it is deleted.
+    // Operations finished before it, and what is kept per installation (its receiver's health, its send slots, its line's counter) once it is deleted.
     const operations = await this.db.selectFrom('operations').select('id').where('finished_at', '<', before).limit(limit).execute();
-    const deleted = (eb: ExpressionBuilder<Schema, 'installation_health' | 'installation_pace'>) => eb('installation_id', 'in', eb.selectFrom('installations').select('id').where('status', '=', 'deleted'));
-    const [health, pace] = await Promise.all([this.db.selectFrom('installation_health').select('installation_id').where(deleted).limit(limit).execute(), this.db.selectFrom('installation_pace').select('installation_id').where(deleted).limit(limit).execute()]);
+    const deleted = (eb: ExpressionBuilder<Schema, 'installation_health' | 'installation_pace' | 'installation_lines'>) => eb('installation_id', 'in', eb.selectFrom('installations').select('id').where('status', '=', 'deleted'));
+    const [health, pace, lines] = await Promise.all(
+      (['installation_health', 'installation_pace', 'installation_lines'] as const).map((table) => this.db.selectFrom(table).select('installation_id').where(deleted).limit(limit).execute()),
+    );
     await this.db.transaction().execute(async (trx) => {
       for (const part of chunks(deliveries.map((row) => row.id))) {
         await trx.deleteFrom('attempts').where('delivery_id', 'in', part).execute();
@@ -115,9 +117,10 @@ export class LogSweeps {
       for (const part of chunks(operations.map((row) => row.id))) await trx.deleteFrom('operations').where('id', 'in', part).execute();
       for (const part of chunks(health.map((row) => row.installation_id))) await trx.deleteFrom('installation_health').where('installation_id', 'in', part).execute();
       for (const part of chunks(pace.map((row) => row.installation_id))) await trx.deleteFrom('installation_pace').where('installation_id', 'in', part).execute();
+      for (const part of chunks(lines.map((row) => row.installation_id))) await trx.deleteFrom('installation_lines').where('installation_id', 'in', part).execute();
       // Console sessions long expired (an expired one is refused whatever its row).
       await trx.deleteFrom('console_sessions').where('expires_at', '<', before).execute();
     });
-    return deliveries.length + events.length + states.length + operations.length + health.length + pace.length;
+    return deliveries.length + events.length + states.length + operations.length + health.length + pace.length + lines.length;
   }
 }
