@@ -130,6 +130,8 @@ export class EventRecords {
    */
   private async linePlaces(trx: Transaction<Schema>, deliveries: Pick<NewDelivery, 'id' | 'installationId'>[], known?: ReadonlySet<string>): Promise<Map<string, number>> {
     const places = new Map<string, number>();
+    // The common flush: none of its installations is ordered.
+    if (known?.size === 0) return places;
     const byInstallation = new Map<string, Pick<NewDelivery, 'id' | 'installationId'>[]>();
     for (const delivery of deliveries) {
       const theirs = byInstallation.get(delivery.installationId);
