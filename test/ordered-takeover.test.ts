@@ -123,7 +123,6 @@ describe('ordered delivery: an installation made ordered while its shard holds d
       const hook = await platform.webhook(tenant.token, { org: tenant.org, space: 'sp-e' }, own.url, { space_content_updated: true, ordered: true });
       // Held while the installation was paused; recorded after the resume, not yet released.
       const held = await pendingDelivery(hook.id, own.url, true);
-      await new Promise((resolve) => setTimeout(resolve, 2));
       const after = await pendingDelivery(hook.id, own.url);
       let asked = 0;
       const log = platform.parts.stores.attempts;
